@@ -1,0 +1,142 @@
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli-util.h"
+
+static void vprint_line(const char *cmd, const char *suffix, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "memtrace %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	if (suffix)
+		fputs(suffix, stderr);
+	fputc('\n', stderr);
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vprint_line(cmd, NULL, fmt, ap);
+	va_end(ap);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char suffix[64];
+	va_list ap;
+	snprintf(suffix, sizeof(suffix), " (see memtrace %s --help)", cmd);
+	va_start(ap, fmt);
+	vprint_line(cmd, suffix, fmt, ap);
+	va_end(ap);
+	return CLI_EXIT_USAGE;
+}
+
+int cli_open_trace(const char *cmd, const char *path, struct mt_reader **out)
+{
+	struct mt_reader *r;
+	int rc;
+
+	if (!path)
+		path = CLI_DEFAULT_TRACE;
+	r = mt_reader_new();
+	if (!r) {
+		cli_error(cmd, "out of memory");
+		return CLI_EXIT_FAILURE;
+	}
+	rc = mt_reader_open(r, path);
+	if (rc < 0) {
+		cli_error(cmd, "%s", mt_reader_message(r));
+		mt_reader_free(r);
+		return CLI_EXIT_FAILURE;
+	}
+	*out = r;
+	return CLI_EXIT_OK;
+}
+
+int cli_parse_size(const char *cmd, const char *option, const char *text, uint64_t *bytes)
+{
+	if (mt_size_parse(text, bytes) < 0)
+		return cli_usage_error(cmd, "%s: '%s' is not a size (e.g. 24GiB, 512MB, 1e9)",
+				       option, text);
+	return CLI_EXIT_OK;
+}
+
+int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_t *value)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (!text || *text < '0' || *text > '9')
+		return cli_usage_error(cmd, "%s: '%s' is not a number", option, text ? text : "");
+	v = strtoull(text, &end, 10);
+	if (errno || *end)
+		return cli_usage_error(cmd, "%s: '%s' is not a number", option, text);
+	*value = v;
+	return CLI_EXIT_OK;
+}
+
+int cli_print_json(json_t *value)
+{
+	int rc;
+
+	if (!value)
+		return CLI_EXIT_FAILURE;
+	rc = json_dumpf(value, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	json_decref(value);
+	if (rc < 0 || fputc('\n', stdout) == EOF || fflush(stdout) == EOF)
+		return CLI_EXIT_FAILURE;
+	return CLI_EXIT_OK;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void cli_progress_start(struct cli_progress *p, const char *what, uint64_t total)
+{
+	p->what = what;
+	p->total = total;
+	p->last_draw_ns = 0;
+	p->enabled = isatty(STDERR_FILENO);
+}
+
+void cli_progress_update(struct cli_progress *p, uint64_t done)
+{
+	uint64_t now;
+
+	if (!p->enabled)
+		return;
+	now = now_ns();
+	if (now - p->last_draw_ns < 100000000u)
+		return;
+	p->last_draw_ns = now;
+	if (p->total)
+		fprintf(stderr, "\r%s: %3.0f%%", p->what, 100.0 * (double)done / (double)p->total);
+	else
+		fprintf(stderr, "\r%s: %" PRIu64, p->what, done);
+	fflush(stderr);
+}
+
+void cli_progress_done(struct cli_progress *p)
+{
+	if (p->enabled && p->last_draw_ns)
+		fputs("\r\033[K", stderr);
+	p->enabled = false;
+}
+
+int cli_not_built(const char *cmd, const char *why)
+{
+	cli_error(cmd, "not built yet (%s)", why);
+	return CLI_EXIT_FAILURE;
+}

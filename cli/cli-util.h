@@ -1,0 +1,66 @@
+/* cli-util.h — what every memtrace subcommand shares: exit codes, the
+ * one-line error format, the default trace path, opening a trace for
+ * reading, JSON output, size options and progress on a terminal.
+ * Only cli/ prints or exits; the modules below it never do.
+ */
+#ifndef MEMTRACE_CLI_UTIL_H
+#define MEMTRACE_CLI_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "memtrace-format.h"
+
+enum cli_exit {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_FAILURE = 1,
+	CLI_EXIT_USAGE = 2,
+};
+
+/* The trace used when a command names none. */
+#define CLI_DEFAULT_TRACE "memtrace.db"
+
+/* Prints "memtrace CMD: MESSAGE" as one line on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints a usage error ("memtrace CMD: MESSAGE (see memtrace CMD --help)")
+ * and returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Opens path (CLI_DEFAULT_TRACE when NULL) for reading. On failure prints
+ * one line naming the file and the reason and returns CLI_EXIT_FAILURE;
+ * on success stores the reader in *out and returns CLI_EXIT_OK. */
+int cli_open_trace(const char *cmd, const char *path, struct mt_reader **out);
+
+/* Parses a size option; on garbage prints one usage line naming the option
+ * and returns CLI_EXIT_USAGE, else CLI_EXIT_OK. */
+int cli_parse_size(const char *cmd, const char *option, const char *text, uint64_t *bytes);
+
+/* Parses a non-negative integer option the same way. */
+int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_t *value);
+
+/* Prints a JSON value (steals the reference) on stdout with indentation and
+ * a trailing newline. Returns CLI_EXIT_OK, or CLI_EXIT_FAILURE if value is
+ * NULL (out of memory) or stdout fails. */
+int cli_print_json(json_t *value);
+
+/* Progress on long work, shown only when stderr is a terminal: a single
+ * line redrawn at most ten times a second. cli_progress_done clears it. */
+struct cli_progress {
+	const char *what;
+	uint64_t total;
+	uint64_t last_draw_ns;
+	bool enabled;
+};
+void cli_progress_start(struct cli_progress *p, const char *what, uint64_t total);
+void cli_progress_update(struct cli_progress *p, uint64_t done);
+void cli_progress_done(struct cli_progress *p);
+
+/* For a command this build or this version does not have yet: prints
+ * "memtrace CMD: not built yet (WHY)" and returns CLI_EXIT_FAILURE. */
+int cli_not_built(const char *cmd, const char *why);
+
+#endif
