@@ -1,0 +1,240 @@
+/* memtrace-replay.h — replaying a recorded request stream through allocator
+ * policies.
+ *
+ * A policy (replay/policies/NAME.c) is an allocator: it turns requests
+ * (alloc bytes on a stream, free an address) into calls on a backend, which
+ * hands out device memory. Backends: `sim` keeps a virtual address space with
+ * a capacity and needs no GPU; `cuda` gets real memory from the driver
+ * (libcuda loaded with dlopen, so the library runs where no driver exists).
+ * A policy's logic is identical under both. The replay driver feeds each
+ * device's recorded alloc/free stream, in recorded order, through a policy
+ * and measures peak allocated/reserved, fragmentation, driver calls, OOMs
+ * and (cuda) host latency.
+ *
+ * Errors are negative errno (-ENOMEM: out of device memory at the capacity,
+ * -ENOTSUP: the backend lacks what the policy needs, -EINVAL: bad
+ * parameters, -ENODEV: no GPU/driver for the cuda backend) with a message on
+ * the handle. Nothing here prints or exits.
+ */
+#ifndef MEMTRACE_REPLAY_H
+#define MEMTRACE_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtrace-format.h"
+
+/* ---- backends ------------------------------------------------------------ */
+
+struct mt_backend;
+
+enum mt_backend_kind {
+	MT_BACKEND_SIM = 0,
+	MT_BACKEND_CUDA = 1,
+};
+
+/* Driver-call counters and memory held, kept by every backend. reserved is
+ * physical device memory held from the driver: cuMemAlloc'd bytes plus
+ * cuMemCreate'd handles plus pool memory. */
+struct mt_backend_stats {
+	uint64_t alloc_calls; /* cuMemAlloc, cuMemCreate, pool allocations that grew the pool */
+	uint64_t free_calls;  /* cuMemFree, cuMemRelease, pool trims */
+	uint64_t map_calls;
+	uint64_t unmap_calls;
+	uint64_t reserved;
+	uint64_t peak_reserved;
+};
+
+/* Creates a backend for device `ordinal` whose capacity is `capacity` bytes
+ * (0 = the device's total for cuda; required > 0 for sim). The cuda backend
+ * never lets memory it holds exceed capacity, so a smaller device can be
+ * emulated on a larger one. Returns 0, -ENODEV (cuda: no driver or GPU), or
+ * another negative errno; *out is set only on success. */
+int mt_backend_create(struct mt_backend **out, enum mt_backend_kind kind, unsigned ordinal,
+		      uint64_t capacity, char *err, size_t errlen);
+
+/* Releases everything the backend still holds (memory, handles, VA
+ * reservations, pools) and frees it. Accepts NULL. */
+void mt_backend_destroy(struct mt_backend *b);
+
+enum mt_backend_kind mt_backend_kind(const struct mt_backend *b);
+const char *mt_backend_name(const struct mt_backend *b); /* "sim" or "cuda" */
+uint64_t mt_backend_capacity(const struct mt_backend *b);
+/* Physical page granularity for VMM (2 MiB on current GPUs; sim: 2 MiB). */
+uint64_t mt_backend_granularity(const struct mt_backend *b);
+void mt_backend_get_stats(const struct mt_backend *b, struct mt_backend_stats *stats);
+
+/* Plain device memory (cuMemAlloc / cuMemFree). -ENOMEM when it would
+ * exceed the capacity. Addresses are 256-byte aligned. */
+int mt_backend_alloc(struct mt_backend *b, uint64_t bytes, uint64_t *address);
+int mt_backend_free(struct mt_backend *b, uint64_t address);
+
+/* Virtual memory management (cuMemAddressReserve/Create/Map/SetAccess/
+ * Unmap/Release/AddressFree). Sizes and addresses are multiples of the
+ * granularity. Only create counts against capacity. */
+int mt_backend_va_reserve(struct mt_backend *b, uint64_t bytes, uint64_t *va);
+int mt_backend_va_free(struct mt_backend *b, uint64_t va, uint64_t bytes);
+int mt_backend_mem_create(struct mt_backend *b, uint64_t bytes, uint64_t *handle);
+int mt_backend_mem_release(struct mt_backend *b, uint64_t handle);
+/* Maps handle at va (and grants read/write access). */
+int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t handle);
+int mt_backend_unmap(struct mt_backend *b, uint64_t va, uint64_t bytes);
+
+/* Stream-ordered pool (cudaMallocAsync semantics on the device's default
+ * pool with release threshold = capacity). sim approximates the driver's
+ * pool; see replay/backend-sim.c. */
+int mt_backend_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream,
+			  uint64_t *address);
+int mt_backend_pool_free(struct mt_backend *b, uint64_t address, uint64_t stream);
+/* Releases unused pool memory down to keep_bytes (cuMemPoolTrimTo). */
+int mt_backend_pool_trim(struct mt_backend *b, uint64_t keep_bytes);
+
+/* Message for the backend's last error. */
+const char *mt_backend_message(const struct mt_backend *b);
+
+/* ---- policies ------------------------------------------------------------ */
+
+struct mt_policy;
+
+/* A request as the offline planner sees it: the whole lifetime. */
+struct mt_plan_request {
+	uint64_t start; /* ts of alloc */
+	uint64_t end;   /* ts at which the memory is reusable; UINT64_MAX never freed */
+	uint64_t bytes;
+	uint64_t stream;
+};
+
+/* A segment (memory the policy holds from the backend) or a block inside
+ * it, as reported by walk. */
+struct mt_policy_block {
+	uint64_t address;
+	uint64_t bytes;
+	uint64_t stream;
+	bool allocated; /* block: in use; segment: false */
+};
+
+/* Called by walk: once per segment (is_segment true), then once per block
+ * of that segment in address order. Return non-zero to stop the walk. */
+typedef int (*mt_policy_walk_fn)(void *data, bool is_segment, const struct mt_policy_block *blk);
+
+struct mt_policy_stats {
+	uint64_t allocated;     /* bytes handed to the program (as the policy rounds them) */
+	uint64_t requested;     /* bytes the program asked for */
+	uint64_t reserved;      /* bytes held from the backend */
+	uint64_t segments;
+	uint64_t largest_free;  /* largest free block inside held segments */
+	uint64_t cache_flushes; /* free-cache-and-retry episodes */
+};
+
+enum mt_policy_flags {
+	MT_POLICY_OFFLINE = 1u << 0,   /* needs plan() with every lifetime first */
+	MT_POLICY_NEEDS_VMM = 1u << 1, /* uses va_reserve/mem_create/map */
+	MT_POLICY_POOL = 1u << 2,      /* uses the stream-ordered pool */
+	MT_POLICY_SIM_APPROX = 1u << 3, /* sim result is a documented approximation */
+};
+
+/* What every policy implements. A policy struct starts with
+ * `const struct mt_policy_ops *ops;` (struct mt_policy is that first member). */
+struct mt_policy_ops {
+	const char *name;
+	const char *summary; /* one line for --help and tables */
+	unsigned flags;      /* enum mt_policy_flags */
+	/* params: "key=value,key=value" or NULL; sizes accept units. */
+	int (*create)(struct mt_policy **out, struct mt_backend *b, const char *params, char *err,
+		      size_t errlen);
+	int (*plan)(struct mt_policy *p, const struct mt_plan_request *reqs, size_t n);
+	/* request index i of the plan (offline policies), else ignored */
+	int (*alloc)(struct mt_policy *p, uint64_t bytes, uint64_t stream, size_t request_index,
+		     uint64_t *address);
+	int (*free)(struct mt_policy *p, uint64_t address, uint64_t stream);
+	int (*empty_cache)(struct mt_policy *p);
+	int (*walk)(struct mt_policy *p, mt_policy_walk_fn fn, void *data);
+	void (*stats)(struct mt_policy *p, struct mt_policy_stats *stats);
+	void (*destroy)(struct mt_policy *p);
+};
+
+struct mt_policy {
+	const struct mt_policy_ops *ops;
+};
+
+/* All policies, NULL-terminated, in a stable order. */
+const struct mt_policy_ops *const *mt_policy_list(void);
+/* The policy with this name, or NULL. */
+const struct mt_policy_ops *mt_policy_find(const char *name);
+
+/* Creates a policy from a spec "NAME" or "NAME:key=value,key=value". */
+int mt_policy_create(struct mt_policy **out, const char *spec, struct mt_backend *b, char *err,
+		     size_t errlen);
+/* Destroys (releasing its memory through the backend). Accepts NULL. */
+void mt_policy_destroy(struct mt_policy *p);
+
+/* ---- replay driver --------------------------------------------------------- */
+
+struct mt_replay_options {
+	const char *policy;        /* spec, as for mt_policy_create */
+	enum mt_backend_kind backend;
+	unsigned ordinal;          /* cuda device ordinal */
+	uint64_t capacity;         /* 0: sim = unlimited (UINT64_MAX / 2), cuda = device total */
+	uint32_t device;           /* trace device row id to replay; 0 = the first with events */
+	size_t series_points;      /* decimated series length to keep (0 = none) */
+	bool measure_latency;      /* time each alloc/free (cuda) */
+	/* called every ~1% of events when set */
+	void (*progress)(void *data, uint64_t done, uint64_t total);
+	void *progress_data;
+	volatile int *interrupted; /* stop early (SIGINT) when *interrupted != 0 */
+};
+
+/* One OOM during replay. */
+struct mt_replay_oom {
+	uint64_t ts;
+	uint64_t bytes;
+	uint64_t allocated; /* live bytes at that moment */
+	uint64_t reserved;
+};
+
+struct mt_replay_result {
+	char policy[64];
+	char backend[8];
+	uint64_t events;
+	uint64_t peak_allocated; /* lower bound: requested bytes live at once */
+	uint64_t peak_reserved;
+	double fragmentation;    /* 1 - peak_allocated / peak_reserved */
+	struct mt_backend_stats driver;
+	uint64_t oom_count;
+	struct mt_replay_oom first_oom;
+	uint64_t latency_p50_ns; /* cuda with measure_latency, else 0 */
+	uint64_t latency_p99_ns;
+	double seconds;          /* wall time of the replay loop */
+	struct mt_series_point *series; /* malloc'd, series_len points */
+	size_t series_len;
+};
+
+/* The requests of one device, in replay order, loaded once from a trace and
+ * shared by any number of replays. */
+struct mt_request_stream;
+
+/* Loads the request layer (or the driver layer when the trace has no
+ * requests) of `device` (0 = first device with events). */
+int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
+			   char *err, size_t errlen);
+uint64_t mt_request_stream_events(const struct mt_request_stream *s);
+uint32_t mt_request_stream_device(const struct mt_request_stream *s);
+void mt_request_stream_free(struct mt_request_stream *s);
+
+/* Replays the stream through one policy. An OOM does not stop the replay
+ * (the request is counted and skipped); a backend error does. Leaves the
+ * backend's memory fully released. Returns 0 or a negative errno. */
+int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_options *opt,
+		  struct mt_replay_result *res, char *err, size_t errlen);
+
+/* Smallest capacity (to the granularity) on which the policy replays with
+ * no OOM, by binary search between peak_allocated and hi. */
+int mt_replay_find_min_capacity(const struct mt_request_stream *s,
+				const struct mt_replay_options *opt, uint64_t hi, uint64_t *capacity,
+				char *err, size_t errlen);
+
+/* Frees what mt_replay_run allocated inside res. */
+void mt_replay_result_release(struct mt_replay_result *res);
+
+#endif /* MEMTRACE_REPLAY_H */
