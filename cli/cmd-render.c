@@ -1,9 +1,253 @@
+/* memtrace render — draw a timeline, segment map, policy comparison or
+ * anatomy of a trace as PNG, SVG or PDF. */
 #include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-replay.h"
+#include "memtrace-viewer.h"
+
+#define CMD "render"
+
+static void usage(FILE *out)
+{
+	fputs("Usage: memtrace render [TRACE] OUT.png|svg|pdf [OPTIONS]\n"
+	      "\n"
+	      "Draws one view of TRACE (default memtrace.db). The view defaults to OUT's\n"
+	      "name when it names one (timeline.png, segments.svg, ...), else timeline.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --view timeline|segments|policies|anatomy\n"
+	      "      timeline: live allocations over time, reserved and device memory,\n"
+	      "                kernels, NVTX phases, peak and failed allocations\n"
+	      "      segments: the segment map at a moment, one row per segment\n"
+	      "      policies: peak reserved per policy against the lower bound, and\n"
+	      "                reserved memory over time per policy\n"
+	      "      anatomy:  device memory in use split into CUDA context, tensors,\n"
+	      "                fragmentation and allocator cache, one bar per device\n"
+	      "  --policy NAME[,NAME...]  policies to draw (saved replays, else replayed\n"
+	      "                           under sim); NAME may carry :key=value,...\n"
+	      "  --at peak|TIME           moment for segments and anatomy (default peak)\n"
+	      "  --from TIME, --to TIME   time window for timeline and policies\n"
+	      "  --size WxH               picture size (default 1600x900)\n"
+	      "  --device ID              trace device row id (default: the first with\n"
+	      "                           allocations; anatomy: every device)\n"
+	      "  -h, --help               this text\n"
+	      "\n"
+	      "TIME is since the start of the trace: 1.5 (seconds), 1.5s, 300ms, 20us, 100ns.\n",
+	      out);
+}
+
+/* "1.5", "1.5s", "300ms", "20us", "100ns" into ns. */
+static int parse_time(const char *text, uint64_t *ns)
+{
+	static const struct {
+		const char *suffix;
+		double scale;
+	} units[] = { { "", 1e9 }, { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 }, { "ns", 1 } };
+	char *end;
+	double v;
+	size_t i;
+
+	if (!text || !*text || (*text != '.' && (*text < '0' || *text > '9')))
+		return -EINVAL;
+	v = strtod(text, &end);
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].suffix)) {
+			double t = v * units[i].scale;
+
+			if (!isfinite(t) || t < 0 || t > 1.8e19)
+				return -EINVAL;
+			*ns = (uint64_t)llround(t);
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int parse_size(const char *text, unsigned *w, unsigned *h)
+{
+	char tail;
+
+	if (sscanf(text, "%ux%u%c", w, h, &tail) != 2 || *w < MT_RENDER_MIN_SIDE ||
+	    *h < MT_RENDER_MIN_SIDE || *w > MT_RENDER_MAX_SIDE || *h > MT_RENDER_MAX_SIDE)
+		return -EINVAL;
+	return 0;
+}
+
+/* Every policy named in specs exists. */
+static int check_policies(const char *specs)
+{
+	char *copy = strdup(specs), *tok, *save = NULL;
+	int rc = CLI_EXIT_OK;
+
+	if (!copy)
+		return CLI_EXIT_FAILURE;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':');
+
+		if (strchr(tok, '=') && !colon)
+			continue; /* parameters of the previous policy */
+		if (colon)
+			*colon = '\0';
+		if (!mt_policy_find(tok)) {
+			rc = cli_usage_error(CMD, "--policy: unknown policy '%s'", tok);
+			break;
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+/* The view named by OUT's file name without extension, if any. */
+static int view_from_stem(const char *out, enum mt_view *view)
+{
+	char stem[256];
+	const char *base = strrchr(out, '/');
+	char *dot;
+
+	snprintf(stem, sizeof(stem), "%s", base ? base + 1 : out);
+	dot = strrchr(stem, '.');
+	if (dot)
+		*dot = '\0';
+	return mt_view_from_name(stem, view);
+}
+
+static int writable_folder(const char *out)
+{
+	char *copy = strdup(out);
+	int ok;
+
+	if (!copy)
+		return 0;
+	ok = access(dirname(copy), W_OK) == 0;
+	free(copy);
+	return ok;
+}
 
 int mt_cmd_render(int argc, char **argv)
 {
-	return cli_not_built("render", "the viewer issue");
+	static const struct option longopts[] = {
+		{ "view", required_argument, NULL, 'v' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "at", required_argument, NULL, 'a' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "to", required_argument, NULL, 't' },
+		{ "size", required_argument, NULL, 's' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mt_render_options o = { .width = MT_RENDER_DEFAULT_WIDTH,
+		                       .height = MT_RENDER_DEFAULT_HEIGHT };
+	const char *trace = NULL, *out, *slash;
+	struct mt_reader *r = NULL;
+	bool view_set = false;
+	char err[512];
+	uint64_t v;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			if (mt_view_from_name(optarg, &o.view) < 0)
+				return cli_usage_error(CMD,
+				                       "--view: unknown view '%s' (timeline, "
+				                       "segments, policies, anatomy)",
+				                       optarg);
+			view_set = true;
+			break;
+		case 'p':
+			o.policies = optarg;
+			break;
+		case 'a':
+			if (!strcmp(optarg, "peak")) {
+				o.at_set = false;
+				break;
+			}
+			if (parse_time(optarg, &o.at) < 0)
+				return cli_usage_error(
+				        CMD, "--at: '%s' is not peak or a time (1.5s, 300ms)",
+				        optarg);
+			o.at_set = true;
+			break;
+		case 'f':
+		case 't':
+			if (parse_time(optarg, c == 'f' ? &o.from : &o.to) < 0)
+				return cli_usage_error(CMD,
+				                       "--%s: '%s' is not a time (1.5s, 300ms)",
+				                       c == 'f' ? "from" : "to", optarg);
+			break;
+		case 's':
+			if (parse_size(optarg, &o.width, &o.height) < 0)
+				return cli_usage_error(
+				        CMD, "--size: '%s' is not WxH between %dx%d and %dx%d",
+				        optarg, MT_RENDER_MIN_SIDE, MT_RENDER_MIN_SIDE,
+				        MT_RENDER_MAX_SIDE, MT_RENDER_MAX_SIDE);
+			break;
+		case 'd':
+			rc = cli_parse_u64(CMD, "--device", optarg, &v);
+			if (rc != CLI_EXIT_OK)
+				return rc;
+			if (v == 0 || v > UINT32_MAX)
+				return cli_usage_error(CMD, "--device: '%s' is not a device id",
+				                       optarg);
+			o.device = (uint32_t)v;
+			break;
+		case 'h':
+			usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return cli_usage_error(CMD, "unknown option");
+		}
+	}
+	if (argc - optind == 1) {
+		out = argv[optind];
+	} else if (argc - optind == 2) {
+		trace = argv[optind];
+		out = argv[optind + 1];
+	} else {
+		return cli_usage_error(
+		        CMD, argc - optind ? "too many arguments"
+		                           : "name the picture to write (OUT.png, .svg or .pdf)");
+	}
+	if (o.to && o.to <= o.from)
+		return cli_usage_error(CMD, "--to must be after --from");
+	if (mt_image_format_from_path(out, &o.format) < 0) {
+		const char *dot = strrchr(out, '.');
+		slash = strrchr(out, '/');
+		return cli_usage_error(
+		        CMD, "%s: cannot write '%s' pictures (use .png, .svg or .pdf)", out,
+		        dot && (!slash || dot > slash) ? dot : "extension-less");
+	}
+	if (!view_set && view_from_stem(out, &o.view) < 0)
+		o.view = MT_VIEW_TIMELINE;
+	if (o.policies && (rc = check_policies(o.policies)) != CLI_EXIT_OK)
+		return rc;
+	if (!writable_folder(out)) {
+		cli_error(CMD, "cannot write %s: %s", out,
+		          errno == ENOENT ? "no such folder" : "folder not writable");
+		return CLI_EXIT_FAILURE;
+	}
+	rc = cli_open_trace(CMD, trace, &r);
+	if (rc != CLI_EXIT_OK)
+		return rc;
+	slash = strrchr(trace ? trace : CLI_DEFAULT_TRACE, '/');
+	o.trace_name = slash ? slash + 1 : trace ? trace : CLI_DEFAULT_TRACE;
+	rc = mt_render(r, &o, out, err, sizeof(err));
+	mt_reader_free(r);
+	if (rc < 0) {
+		cli_error(CMD, "%s", err);
+		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+	}
+	return CLI_EXIT_OK;
 }

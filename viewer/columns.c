@@ -1,0 +1,203 @@
+/* columns.c — aggregation per pixel column, so that drawing costs pixels,
+ * not events: live bytes (the largest within each column and the moment it
+ * holds), step series (samples, replay series) and kernel busy time.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewer-private.h"
+
+/* LSD radix sort by t, 16 bits a pass, as many passes as the range needs. */
+static int radix_sort(struct vw_delta *d, size_t m)
+{
+	struct vw_delta *tmp, *src = d, *dst;
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	size_t *count, i;
+	unsigned shift;
+	uint64_t range;
+
+	if (m < 2)
+		return 0;
+	for (i = 0; i < m; i++) {
+		if (d[i].t < lo)
+			lo = d[i].t;
+		if (d[i].t > hi)
+			hi = d[i].t;
+	}
+	range = (uint64_t)hi - (uint64_t)lo;
+	tmp = malloc(m * sizeof(*tmp));
+	count = malloc(65536 * sizeof(*count));
+	if (!tmp || !count) {
+		free(tmp);
+		free(count);
+		return -ENOMEM;
+	}
+	dst = tmp;
+	for (shift = 0; shift < 64 && (range >> shift) != 0; shift += 16) {
+		size_t sum = 0;
+
+		memset(count, 0, 65536 * sizeof(*count));
+		for (i = 0; i < m; i++)
+			count[((uint64_t)src[i].t - (uint64_t)lo) >> shift & 0xffff]++;
+		for (i = 0; i < 65536; i++) {
+			size_t c = count[i];
+			count[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < m; i++)
+			dst[count[((uint64_t)src[i].t - (uint64_t)lo) >> shift & 0xffff]++] =
+			        src[i];
+		struct vw_delta *swap = src;
+		src = dst;
+		dst = swap;
+	}
+	if (src != d)
+		memcpy(d, src, m * sizeof(*d));
+	free(tmp);
+	free(count);
+	return 0;
+}
+
+int vw_deltas(const struct mt_lifetime *l, size_t n, uint64_t base, struct vw_delta **out,
+              size_t *m)
+{
+	struct vw_delta *d = malloc((2 * n + 1) * sizeof(*d));
+	size_t i, k = 0;
+
+	if (!d)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!l[i].bytes)
+			continue;
+		d[k].t = (int64_t)(l[i].start - base);
+		d[k++].bytes = (int64_t)l[i].bytes;
+		if (l[i].end != UINT64_MAX) {
+			d[k].t = (int64_t)(l[i].end - base);
+			d[k++].bytes = -(int64_t)l[i].bytes;
+		}
+	}
+	if (radix_sort(d, k) < 0) {
+		free(d);
+		return -ENOMEM;
+	}
+	*out = d;
+	*m = k;
+	return 0;
+}
+
+uint64_t vw_column_start(const struct vw_columns *c, size_t x)
+{
+	if (x >= c->n)
+		return c->to;
+	return c->from + (uint64_t)((unsigned __int128)(c->to - c->from) * x / c->n);
+}
+
+size_t vw_column_of(const struct vw_columns *c, uint64_t ts)
+{
+	size_t x;
+
+	if (ts <= c->from)
+		return 0;
+	if (ts >= c->to)
+		return c->n - 1;
+	x = (size_t)((unsigned __int128)(ts - c->from) * c->n / (c->to - c->from));
+	return x < c->n ? x : c->n - 1;
+}
+
+void vw_columns_sweep(const struct vw_columns *c, const struct vw_delta *d, size_t m, double *max,
+                      int64_t *instant)
+{
+	int64_t cur = 0;
+	size_t i = 0, x;
+
+	for (x = 0; x < c->n; x++) {
+		int64_t cs = (int64_t)(vw_column_start(c, x) - c->from);
+		int64_t ce = (int64_t)(vw_column_start(c, x + 1) - c->from);
+		int64_t best, inst;
+
+		while (i < m && d[i].t < cs)
+			cur += d[i++].bytes;
+		best = cur;
+		inst = 2 * cs - 1;
+		while (i < m && d[i].t < ce) {
+			int64_t t = d[i].t;
+
+			while (i < m && d[i].t == t)
+				cur += d[i++].bytes;
+			if (cur > best) {
+				best = cur;
+				inst = 2 * t;
+			}
+		}
+		max[x] = (double)best;
+		if (instant)
+			instant[x] = inst;
+	}
+}
+
+int vw_columns_live_max(const struct vw_columns *c, const struct mt_lifetime *l, size_t n,
+                        double *out)
+{
+	struct vw_delta *d;
+	size_t m;
+
+	if (vw_deltas(l, n, c->from, &d, &m) < 0)
+		return -ENOMEM;
+	vw_columns_sweep(c, d, m, out, NULL);
+	free(d);
+	return 0;
+}
+
+void vw_columns_steps(const struct vw_columns *c, const struct vw_point *p, size_t n, double *out)
+{
+	size_t i = 0, x;
+	double cur = NAN;
+
+	for (x = 0; x < c->n; x++) {
+		uint64_t cs = vw_column_start(c, x), ce = vw_column_start(c, x + 1);
+		double best;
+
+		while (i < n && p[i].ts < cs)
+			cur = (double)p[i++].value;
+		best = cur;
+		while (i < n && p[i].ts < ce) {
+			cur = (double)p[i++].value;
+			if (isnan(best) || cur > best)
+				best = cur;
+		}
+		out[x] = best;
+	}
+}
+
+void vw_columns_busy(const struct vw_columns *c, const struct vw_span *s, size_t n, double *out)
+{
+	double width = (double)(c->to - c->from) / (double)c->n;
+	size_t i, x;
+
+	memset(out, 0, c->n * sizeof(*out));
+	for (i = 0; i < n; i++) {
+		uint64_t a = s[i].start > c->from ? s[i].start : c->from;
+		uint64_t b = s[i].end < c->to ? s[i].end : c->to;
+
+		if (a >= b)
+			continue;
+		for (x = vw_column_of(c, a); x < c->n; x++) {
+			uint64_t cs = vw_column_start(c, x), ce = vw_column_start(c, x + 1);
+			uint64_t lo = a > cs ? a : cs, hi = b < ce ? b : ce;
+
+			if (cs >= b)
+				break;
+			if (hi > lo)
+				out[x] += (double)(hi - lo);
+		}
+	}
+	for (x = 0; x < c->n; x++) {
+		out[x] /= width;
+		if (out[x] > 1)
+			out[x] = 1;
+	}
+}

@@ -1,0 +1,183 @@
+/* view-policies.c — allocator policies compared on one trace: peak
+ * reserved per policy as bars against the lower bound (the most bytes live
+ * at once, which no allocator can beat), and each policy's reserved memory
+ * over time beside the live bytes. Results come from the trace's saved
+ * replays or from replays under sim.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewer-private.h"
+
+#define MAX_SERIES 16
+
+static void draw_bars(const struct vw_canvas *c, struct vw_rect area,
+                      const struct vw_policy_run *runs, size_t n, uint64_t lower)
+{
+	double f = c->font, name_w = 0, ymax = (double)lower, pitch, bar_h, d[] = { 5, 3 };
+	struct vw_rect plot;
+	struct vw_axis x;
+	char size[32], label[128];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		name_w = fmax(name_w, vw_text_width(c, 0.9, false, runs[i].name));
+		ymax = fmax(ymax, (double)runs[i].peak_reserved);
+	}
+	name_w = fmin(name_w, area.w * 0.35);
+	plot = (struct vw_rect){ area.x + name_w + f * 0.8, area.y + f * 1.6, 0, 0 };
+	plot.w = area.x + area.w - plot.x - f * 0.5;
+	plot.h = area.h - f * 1.6 - f * 3.2;
+	/* room at the right of the longest bar for its label */
+	vw_axis_bytes(&x, ymax * 1.35, (unsigned)(plot.w / (f * 6)) + 1, plot.x, plot.x + plot.w);
+	vw_draw_grid(c, plot, &x, false);
+	pitch = plot.h / (double)(n ? n : 1);
+	bar_h = fmin(pitch * 0.7, f * 2.2);
+	for (i = 0; i < n; i++) {
+		double y = plot.y + pitch * (double)i + (pitch - bar_h) / 2;
+		double w = vw_axis_map(&x, (double)runs[i].peak_reserved) - plot.x;
+		char fit[128];
+		int len;
+
+		vw_set_rgb(c->cr, vw_series_color(i));
+		cairo_rectangle(c->cr, plot.x, y, w, bar_h);
+		cairo_fill(c->cr);
+		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
+		vw_fit_text(c, 0.9, runs[i].name, name_w, fit, sizeof(fit));
+		vw_text(c, plot.x - f * 0.5, y + bar_h / 2, 0.9, false, VW_RIGHT, VW_MIDDLE, fit);
+		mt_size_format(runs[i].peak_reserved, size, sizeof(size));
+		len = snprintf(label, sizeof(label), "%s", size);
+		if (lower)
+			len += snprintf(label + len, sizeof(label) - (size_t)len, "  \u00d7%.2f",
+			                (double)runs[i].peak_reserved / (double)lower);
+		if (runs[i].oom_count)
+			snprintf(label + len, sizeof(label) - (size_t)len, "  %llu OOM",
+			         (unsigned long long)runs[i].oom_count);
+		vw_text(c, plot.x + w + f * 0.4, y + bar_h / 2, 0.85, false, VW_LEFT, VW_MIDDLE,
+		        label);
+	}
+	if (lower) {
+		double lx = round(vw_axis_map(&x, (double)lower)) + 0.5;
+
+		cairo_save(c->cr);
+		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_LOWER_BOUND));
+		cairo_set_line_width(c->cr, 1.5);
+		cairo_set_dash(c->cr, d, 2, 0);
+		cairo_move_to(c->cr, lx, plot.y - f * 0.3);
+		cairo_line_to(c->cr, lx, plot.y + plot.h);
+		cairo_stroke(c->cr);
+		cairo_restore(c->cr);
+		mt_size_format(lower, size, sizeof(size));
+		snprintf(label, sizeof(label), "lower bound %s", size);
+		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
+		vw_label(c, lx, plot.y - f * 0.4, 0.85, VW_CENTER, VW_BOTTOM, label, area.x,
+		         area.x + area.w);
+	}
+	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
+	vw_draw_axis_bottom(c, plot, &x, plot.y + plot.h,
+	                    "peak reserved (bars) against the lower bound");
+}
+
+static int draw_lines(const struct vw_canvas *c, struct vw_rect area, const struct vw_trace *t,
+                      const struct mt_render_options *o, const struct vw_policy_run *runs, size_t n,
+                      char *err, size_t errlen)
+{
+	struct vw_legend_item items[MAX_SERIES + 1];
+	double f = c->font, ymax = 0, *v[MAX_SERIES + 1] = { 0 };
+	struct vw_columns cols;
+	struct vw_rect plot;
+	struct vw_axis x, y;
+	size_t i, k, m = n < MAX_SERIES ? n : MAX_SERIES;
+	int rc;
+
+	for (i = 0; i < m; i++)
+		items[i] =
+		        (struct vw_legend_item){ VW_SWATCH_LINE, vw_series_color(i), runs[i].name };
+	items[m] = (struct vw_legend_item){ VW_SWATCH_DASH, vw_role_color(VW_ROLE_LOWER_BOUND),
+		                            "live bytes (lower bound)" };
+	plot.x = round(area.x + f * 6.2);
+	plot.w = area.x + area.w - plot.x;
+	plot.y =
+	        round(area.y + vw_legend(c, plot.x, area.y, plot.w, items, m + 1, false) + f * 0.8);
+	plot.h = area.y + area.h - plot.y - f * 3.2;
+	rc = vw_window(t, o, &cols.from, &cols.to, err, errlen);
+	if (rc < 0)
+		return rc;
+	cols.n = (size_t)plot.w;
+	if (cols.to - cols.from < cols.n)
+		cols.to = cols.from + cols.n;
+	for (i = 0; i <= m; i++)
+		if (!(v[i] = malloc(cols.n * sizeof(double)))) {
+			rc = vw_fail(err, errlen, -ENOMEM, "out of memory");
+			goto out;
+		}
+	for (i = 0; i < m; i++)
+		vw_columns_steps(&cols, runs[i].reserved, runs[i].npoints, v[i]);
+	if (vw_columns_live_max(&cols, t->req, t->nreq, v[m]) < 0) {
+		rc = vw_fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i <= m; i++)
+		for (k = 0; k < cols.n; k++)
+			if (!isnan(v[i][k]))
+				ymax = fmax(ymax, v[i][k]);
+	vw_axis_bytes(&y, ymax * 1.04, (unsigned)(plot.h / (f * 3.2)) + 1, plot.y + plot.h, plot.y);
+	vw_axis_time(&x, (double)(cols.from - t->t0), (double)(cols.to - cols.from),
+	             (unsigned)(plot.w / (f * 7)) + 1, plot.x, plot.x + plot.w);
+	vw_draw_grid(c, plot, &y, true);
+	vw_stroke_columns(c, plot, &y, v[m], cols.n, vw_role_color(VW_ROLE_LOWER_BOUND), 1.5, true);
+	for (i = 0; i < m; i++)
+		vw_stroke_columns(c, plot, &y, v[i], cols.n, vw_series_color(i), 1.8, false);
+	vw_legend(c, plot.x, area.y, plot.w, items, m + 1, true);
+	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
+	vw_draw_axis_left(c, plot, &y);
+	vw_draw_axis_bottom(c, plot, &x, plot.y + plot.h, "reserved over time");
+out:
+	for (i = 0; i <= m; i++)
+		free(v[i]);
+	return rc;
+}
+
+int vw_view_policies(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+                     char *err, size_t errlen)
+{
+	struct vw_policy_run *runs = NULL;
+	struct vw_trace t;
+	char subtitle[512], base[384];
+	double f = c->font, top, split;
+	uint64_t lower = 0;
+	size_t n = 0;
+	int rc;
+
+	rc = vw_trace_load(&t, r, o->device, 0, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = vw_policy_runs(&t, o->policies, (size_t)c->width, &runs, &n, err, errlen);
+	if (rc < 0)
+		goto out;
+	if (n == 0) {
+		rc = vw_fail(err, errlen, -ENOENT, "no policy to compare");
+		goto out;
+	}
+	vw_peak_moment(t.req, t.nreq, &lower);
+	vw_trace_subtitle(&t, o->trace_name, base, sizeof(base));
+	snprintf(subtitle, sizeof(subtitle), "%s \u00b7 %s", base,
+	         runs[0].saved ? "saved replays" : "replayed under sim");
+	top = vw_title(c, "Allocator policies", subtitle);
+	split = round(c->width * 0.4);
+	draw_bars(c, (struct vw_rect){ f * 1.2, top, split - f * 1.2, c->height - top - f * 0.8 },
+	          runs, n, lower);
+	rc = draw_lines(c,
+	                (struct vw_rect){ split + f * 1.5, top, c->width - split - f * 2.7,
+	                                  c->height - top - f * 0.8 },
+	                &t, o, runs, n, err, errlen);
+out:
+	vw_policy_runs_free(runs, n);
+	vw_trace_release(&t);
+	return rc;
+}
