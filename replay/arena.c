@@ -1,0 +1,316 @@
+/* arena.c — segments split into blocks with best- or first-fit free lists
+ * (see arena-private.h). The split/merge scheme is the classic one of
+ * PyTorch's CUDACachingAllocator and TensorFlow's BFC: blocks of a segment
+ * form an address-ordered list, a freed block absorbs free neighbours. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "arena-private.h"
+
+struct fit_key {
+	uint64_t stream;
+	uint64_t bytes;
+	uint64_t address;
+};
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return (a > b) - (a < b);
+}
+
+#define BLOCK(n) mt_rb_entry(n, struct mt_arena_block, node)
+#define SEGMENT(n) mt_rb_entry(n, struct mt_arena_segment, node)
+
+static int best_key_cmp(const void *key, const struct mt_rb_node *n)
+{
+	const struct fit_key *k = key;
+	const struct mt_arena_block *b = BLOCK(n);
+	int c = cmp_u64(k->stream, b->stream);
+	if (!c)
+		c = cmp_u64(k->bytes, b->bytes);
+	return c ? c : cmp_u64(k->address, b->address);
+}
+
+static int best_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
+{
+	const struct mt_arena_block *x = BLOCK(a);
+	struct fit_key k = { x->stream, x->bytes, x->address };
+	return best_key_cmp(&k, b);
+}
+
+static int first_key_cmp(const void *key, const struct mt_rb_node *n)
+{
+	const struct fit_key *k = key;
+	const struct mt_arena_block *b = BLOCK(n);
+	int c = cmp_u64(k->stream, b->stream);
+	return c ? c : cmp_u64(k->address, b->address);
+}
+
+static int first_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
+{
+	const struct mt_arena_block *x = BLOCK(a);
+	struct fit_key k = { x->stream, 0, x->address };
+	return first_key_cmp(&k, b);
+}
+
+static int segment_key_cmp(const void *key, const struct mt_rb_node *n)
+{
+	return cmp_u64(*(const uint64_t *)key, SEGMENT(n)->address);
+}
+
+static int segment_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
+{
+	return segment_key_cmp(&SEGMENT(a)->address, b);
+}
+
+void mt_arena_init(struct mt_arena *a, enum mt_arena_fit fit, bool per_stream, uint64_t min_split)
+{
+	a->fit = fit;
+	a->per_stream = per_stream;
+	a->min_split = min_split ? min_split : 1;
+	mt_rb_init(&a->free_tree);
+	mt_rb_init(&a->segments);
+	mt_addrmap_init(&a->live);
+	a->allocated = 0;
+	a->reserved = 0;
+	a->spare = NULL;
+}
+
+static void free_segment_records(struct mt_arena *a, struct mt_arena_segment *seg)
+{
+	struct mt_arena_block *b = seg->first;
+	while (b) {
+		struct mt_arena_block *next = b->next;
+		b->next = a->spare;
+		a->spare = b;
+		b = next;
+	}
+	free(seg);
+}
+
+void mt_arena_release(struct mt_arena *a)
+{
+	struct mt_rb_node *n;
+	while ((n = mt_rb_first(&a->segments))) {
+		mt_rb_erase(&a->segments, n);
+		free_segment_records(a, SEGMENT(n));
+	}
+	while (a->spare) {
+		struct mt_arena_block *next = a->spare->next;
+		free(a->spare);
+		a->spare = next;
+	}
+	mt_addrmap_release(&a->live);
+	mt_rb_init(&a->free_tree);
+}
+
+static struct mt_arena_block *new_block(struct mt_arena *a)
+{
+	struct mt_arena_block *b = a->spare;
+	if (b) {
+		a->spare = b->next;
+		return b;
+	}
+	return malloc(sizeof(*b));
+}
+
+static void insert_free(struct mt_arena *a, struct mt_arena_block *b)
+{
+	b->allocated = false;
+	mt_rb_insert(&a->free_tree, &b->node, a->fit == MT_ARENA_BEST_FIT ? best_cmp : first_cmp);
+}
+
+int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
+                         uint64_t tag)
+{
+	struct mt_arena_segment *seg = malloc(sizeof(*seg));
+	struct mt_arena_block *b = new_block(a);
+	if (!seg || !b) {
+		free(seg);
+		free(b);
+		return -ENOMEM;
+	}
+	*seg = (struct mt_arena_segment){
+		.address = address, .bytes = bytes, .stream = stream, .tag = tag, .first = b
+	};
+	*b = (struct mt_arena_block){ .address = address,
+		                      .bytes = bytes,
+		                      .stream = a->per_stream ? stream : 0,
+		                      .segment = seg };
+	mt_rb_insert(&a->segments, &seg->node, segment_cmp);
+	insert_free(a, b);
+	a->reserved += bytes;
+	return 0;
+}
+
+/* The free block of `stream` that the fit picks for bytes, or NULL. */
+static struct mt_arena_block *find_fit(struct mt_arena *a, uint64_t bytes, uint64_t stream)
+{
+	struct fit_key k = { stream, bytes, 0 };
+	if (a->fit == MT_ARENA_BEST_FIT) {
+		struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
+		return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
+	}
+	struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, first_key_cmp);
+	for (; n && BLOCK(n)->stream == stream; n = mt_rb_next(n))
+		if (BLOCK(n)->bytes >= bytes)
+			return BLOCK(n);
+	return NULL;
+}
+
+static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, uint64_t stream,
+                uint64_t *address, uint64_t *granted)
+{
+	if (b->bytes - bytes >= a->min_split) {
+		struct mt_arena_block *rest = new_block(a);
+		if (!rest)
+			return -ENOMEM;
+		*rest = (struct mt_arena_block){ .address = b->address + bytes,
+			                         .bytes = b->bytes - bytes,
+			                         .stream = b->stream,
+			                         .prev = b,
+			                         .next = b->next,
+			                         .segment = b->segment };
+		mt_rb_erase(&a->free_tree, &b->node);
+		if (b->next)
+			b->next->prev = rest;
+		b->next = rest;
+		b->bytes = bytes;
+		insert_free(a, rest);
+	} else {
+		mt_rb_erase(&a->free_tree, &b->node);
+	}
+	int rc = mt_addrmap_put(&a->live, b->address, (uint64_t)(uintptr_t)b);
+	if (rc < 0) {
+		insert_free(a, b);
+		return rc;
+	}
+	b->allocated = true;
+	b->stream = a->per_stream ? stream : 0;
+	b->segment->used += b->bytes;
+	a->allocated += b->bytes;
+	*address = b->address;
+	*granted = b->bytes;
+	return 0;
+}
+
+int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
+                   uint64_t *granted)
+{
+	struct mt_arena_block *b = find_fit(a, bytes, a->per_stream ? stream : 0);
+	return b ? take(a, b, bytes, stream, address, granted) : -ENOSPC;
+}
+
+int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
+                       uint64_t *granted)
+{
+	/* Visit each stream present in the free tree once: its fit, then jump
+	 * past the stream. */
+	struct mt_rb_node *n = mt_rb_first(&a->free_tree);
+	while (n) {
+		uint64_t s = BLOCK(n)->stream;
+		struct mt_arena_block *b = find_fit(a, bytes, s);
+		if (b)
+			return take(a, b, bytes, stream, address, granted);
+		if (s == UINT64_MAX)
+			break;
+		struct fit_key k = { s + 1, 0, 0 };
+		n = mt_rb_lower_bound(&a->free_tree, &k,
+		                      a->fit == MT_ARENA_BEST_FIT ? best_key_cmp : first_key_cmp);
+	}
+	return -ENOSPC;
+}
+
+static void recycle(struct mt_arena *a, struct mt_arena_block *b)
+{
+	b->next = a->spare;
+	a->spare = b;
+}
+
+int mt_arena_free(struct mt_arena *a, uint64_t address, uint64_t stream, uint64_t *bytes)
+{
+	uint64_t v;
+	if (!mt_addrmap_remove(&a->live, address, &v))
+		return -ENOENT;
+	struct mt_arena_block *b = (struct mt_arena_block *)(uintptr_t)v;
+	*bytes = b->bytes;
+	b->segment->used -= b->bytes;
+	a->allocated -= b->bytes;
+	b->stream = a->per_stream ? stream : 0;
+	struct mt_arena_block *p = b->prev, *n = b->next;
+	if (p && !p->allocated) {
+		mt_rb_erase(&a->free_tree, &p->node);
+		p->bytes += b->bytes;
+		p->next = n;
+		if (n)
+			n->prev = p;
+		p->stream = b->stream;
+		recycle(a, b);
+		b = p;
+	}
+	if (n && !n->allocated) {
+		mt_rb_erase(&a->free_tree, &n->node);
+		b->bytes += n->bytes;
+		b->next = n->next;
+		if (n->next)
+			n->next->prev = b;
+		recycle(a, n);
+	}
+	insert_free(a, b);
+	return 0;
+}
+
+int mt_arena_release_segments(struct mt_arena *a, bool all, uint64_t keep_bytes,
+                              mt_arena_release_fn fn, void *data)
+{
+	struct mt_rb_node *n = mt_rb_first(&a->segments);
+	while (n && (all || a->reserved > keep_bytes)) {
+		struct mt_arena_segment *seg = SEGMENT(n);
+		n = mt_rb_next(n);
+		if (!all && seg->used)
+			continue;
+		int rc = fn(data, seg);
+		if (rc < 0)
+			return rc;
+		for (struct mt_arena_block *b = seg->first; b; b = b->next) {
+			if (b->allocated) {
+				mt_addrmap_remove(&a->live, b->address, NULL);
+				a->allocated -= b->bytes;
+			} else {
+				mt_rb_erase(&a->free_tree, &b->node);
+			}
+		}
+		a->reserved -= seg->bytes;
+		mt_rb_erase(&a->segments, &seg->node);
+		free_segment_records(a, seg);
+	}
+	return 0;
+}
+
+int mt_arena_walk(struct mt_arena *a, mt_policy_walk_fn fn, void *data)
+{
+	for (struct mt_rb_node *n = mt_rb_first(&a->segments); n; n = mt_rb_next(n)) {
+		const struct mt_arena_segment *seg = SEGMENT(n);
+		struct mt_policy_block blk = { seg->address, seg->bytes, seg->stream, false };
+		int rc = fn(data, true, &blk);
+		for (const struct mt_arena_block *b = seg->first; !rc && b; b = b->next) {
+			blk = (struct mt_policy_block){ b->address, b->bytes, b->stream,
+				                        b->allocated };
+			rc = fn(data, false, &blk);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+uint64_t mt_arena_largest_free(const struct mt_arena *a)
+{
+	uint64_t best = 0;
+	for (struct mt_rb_node *n = mt_rb_first(&a->free_tree); n; n = mt_rb_next(n))
+		if (BLOCK(n)->bytes > best)
+			best = BLOCK(n)->bytes;
+	return best;
+}
