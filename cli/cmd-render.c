@@ -156,7 +156,7 @@ int mt_cmd_render(int argc, char **argv)
 	int c, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			if (mt_view_from_name(optarg, &o.view) < 0)
@@ -207,7 +207,7 @@ int mt_cmd_render(int argc, char **argv)
 			usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error(CMD, "unknown option");
+			return cli_bad_option(CMD, c, argv);
 		}
 	}
 	if (argc - optind == 1) {

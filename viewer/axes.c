@@ -108,7 +108,9 @@ void vw_axis_time(struct vw_axis *a, double origin_ns, double span_ns, unsigned 
 	for (i = 0, t = first; i < VW_MAX_TICKS && t <= a->v1 + step * 1e-9;
 	     i++, t = first + (i * step)) {
 		a->tick[i] = t;
-		snprintf(a->label[i], sizeof(a->label[i]), "%.*f %s", decimals, t / unit, uname);
+		/* no "-0" at the origin */
+		snprintf(a->label[i], sizeof(a->label[i]), "%.*f %s", decimals,
+		         fabs(t) < step * 1e-6 ? 0.0 : t / unit, uname);
 	}
 	a->nticks = i;
 }
@@ -178,7 +180,9 @@ double vw_draw_axis_bottom(const struct vw_canvas *c, struct vw_rect plot, const
 		double x = vw_axis_map(a, a->tick[i]);
 		double w = vw_text_width(c, 0.9, false, a->label[i]);
 
-		/* skip a label that would touch the previous one */
+		/* inside the picture, and never touching the previous label */
+		if (x + w / 2 > c->width - 2)
+			x = c->width - 2 - w / 2;
 		if (x - w / 2 < last_right + c->font * 0.5)
 			continue;
 		vw_text(c, x, y + tick + c->font * 0.2, 0.9, false, VW_CENTER, VW_TOP, a->label[i]);

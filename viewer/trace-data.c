@@ -352,13 +352,36 @@ int vw_phase_index(const struct vw_phases *p, uint32_t name)
 	return p->overflow ? (int)p->n - 1 : -1;
 }
 
+/* The shallowest depth with two range names or more (0 if none). */
+static uint32_t phase_depth(const struct vw_trace *t)
+{
+	uint32_t first[4] = { 0 }, d;
+	bool several[4] = { false };
+	size_t i;
+
+	for (i = 0; i < t->nranges; i++) {
+		d = t->ranges[i].depth;
+		if (d >= 4)
+			continue;
+		if (!first[d])
+			first[d] = t->ranges[i].name;
+		else if (first[d] != t->ranges[i].name)
+			several[d] = true;
+	}
+	for (d = 0; d < 4; d++)
+		if (several[d])
+			return d;
+	return 0;
+}
+
 void vw_phases_collect(const struct vw_trace *t, struct vw_phases *p)
 {
 	size_t i, j;
 
 	memset(p, 0, sizeof(*p));
+	p->depth = phase_depth(t);
 	for (i = 0; i < t->nranges; i++) {
-		if (t->ranges[i].depth != 0)
+		if (t->ranges[i].depth != p->depth)
 			continue;
 		for (j = 0; j < p->n && p->name[j] != t->ranges[i].name; j++)
 			;
@@ -385,12 +408,12 @@ int vw_phase_at(const struct vw_trace *t, const struct vw_phases *p, uint64_t ts
 		else
 			hi = mid;
 	}
-	/* outermost ranges do not overlap: the latest one decides */
+	/* ranges of one depth do not overlap: the latest one decides */
 	for (i = lo; i-- > 0;) {
 		const struct vw_range *g = &t->ranges[i];
 		uint64_t end = g->end == MT_TIME_UNKNOWN ? UINT64_MAX : g->end;
 
-		if (g->depth == 0)
+		if (g->depth == p->depth)
 			return ts < end ? vw_phase_index(p, g->name) : -1;
 	}
 	return -1;

@@ -66,7 +66,8 @@ static void tensors(struct anatomy *a, const struct vw_trace *t)
 		add(a, name, by_phase[i], vw_phase_color(i));
 	}
 	snprintf(name, sizeof(name), "%s%s", what, ph.n ? ", outside NVTX ranges" : "");
-	add(a, name, by_phase[VW_MAX_PHASES], ph.n ? vw_band_color(4) : vw_phase_color(1));
+	add(a, name, by_phase[VW_MAX_PHASES],
+	    ph.n ? vw_role_color(VW_ROLE_MERGED) : vw_phase_color(1));
 }
 
 static int measure(struct anatomy *a, const struct vw_trace *t, char *err, size_t errlen)
@@ -107,43 +108,26 @@ static int measure(struct anatomy *a, const struct vw_trace *t, char *err, size_
 	return 0;
 }
 
-static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
-                          const struct anatomy *a, double y, double height)
+/* The parts side by side in bar, scale bytes across its width, sizes
+ * written inside the parts wide enough. */
+static void draw_parts(const struct vw_canvas *c, const struct anatomy *a, struct vw_rect bar,
+                       double scale)
 {
-	double f = c->font, x0 = f * 1.2, w = c->width - 2 * x0,
-	       bar_h = fmin(f * 3.2, height * 0.3);
-	uint64_t in_use = a->sampled && a->used > a->reserved ? a->used : a->reserved;
-	uint64_t scale_total = a->total > in_use ? a->total : in_use;
-	char head[256], sz[32], sz2[32], line[256];
-	struct vw_rect bar = { x0, 0, w, bar_h };
-	struct vw_axis axis;
-	double x, row = f * 1.45, ty;
+	double x = bar.x;
+	char sz[32];
 	size_t i;
 
-	mt_size_format(a->total, sz, sizeof(sz));
-	mt_size_format(in_use, sz2, sizeof(sz2));
-	snprintf(head, sizeof(head), "device %u \u00b7 %s \u00b7 %s total \u00b7 %s in use%s",
-	         t->dev->ordinal, t->dev->name && *t->dev->name ? t->dev->name : "unknown GPU", sz,
-	         sz2, a->sampled ? " (sampled, what nvidia-smi shows)" : " (no samples: reserved)");
-	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
-	vw_text(c, x0, y, 1.05, true, VW_LEFT, VW_TOP, head);
-	bar.y = round(y + f * 1.9);
-	vw_axis_bytes(&axis, (double)scale_total, (unsigned)(w / (f * 6)) + 1, bar.x,
-	              bar.x + bar.w);
-	/* the axis may round the total up: the bar spans the device */
-	axis.v1 = (double)scale_total;
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_DEVICE_FREE));
 	cairo_rectangle(c->cr, bar.x, bar.y, bar.w, bar.h);
 	cairo_fill(c->cr);
-	x = bar.x;
 	for (i = 0; i < a->n; i++) {
-		double pw = (double)a->part[i].bytes / (double)scale_total * w;
+		double pw = (double)a->part[i].bytes / scale * bar.w;
 
 		vw_set_rgb(c->cr, a->part[i].color);
 		cairo_rectangle(c->cr, x, bar.y, pw, bar.h);
 		cairo_fill(c->cr);
 		mt_size_format(a->part[i].bytes, sz, sizeof(sz));
-		if (vw_text_width(c, 0.9, true, sz) + f < pw) {
+		if (vw_text_width(c, 0.9, true, sz) + c->font < pw) {
 			vw_set_rgb(c->cr, vw_text_on(a->part[i].color));
 			vw_text(c, x + pw / 2, bar.y + bar.h / 2, 0.9, true, VW_CENTER, VW_MIDDLE,
 			        sz);
@@ -154,34 +138,96 @@ static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
 	cairo_set_line_width(c->cr, 1);
 	cairo_rectangle(c->cr, bar.x + 0.5, bar.y + 0.5, bar.w - 1, bar.h - 1);
 	cairo_stroke(c->cr);
-	/* the axis's own ticks: keep those within the device */
-	while (axis.nticks && axis.tick[axis.nticks - 1] > axis.v1 * (1 + 1e-9))
+}
+
+/* A byte axis under bar from 0 to scale; returns the y below it. */
+static double bar_axis(const struct vw_canvas *c, struct vw_rect bar, double scale)
+{
+	struct vw_axis axis;
+
+	vw_axis_bytes(&axis, scale, (unsigned)(bar.w / (c->font * 6)) + 1, bar.x, bar.x + bar.w);
+	/* the axis rounds up: keep the bar's own scale and the ticks within it */
+	axis.v1 = scale;
+	while (axis.nticks && axis.tick[axis.nticks - 1] > scale * (1 + 1e-9))
 		axis.nticks--;
-	ty = vw_draw_axis_bottom(c, bar, &axis, bar.y + bar.h, NULL) + f * 0.3;
+	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
+	return vw_draw_axis_bottom(c, bar, &axis, bar.y + bar.h, NULL);
+}
+
+static double table(const struct vw_canvas *c, const struct anatomy *a, double x, double y,
+                    uint64_t total, uint64_t in_use)
+{
+	double f = c->font, row = f * 1.45;
+	char sz[32], line[256];
+	size_t i;
+
 	for (i = 0; i <= a->n; i++) {
 		bool is_free = i == a->n;
-		uint64_t bytes = is_free ? scale_total - in_use : a->part[i].bytes;
+		uint64_t bytes = is_free ? total - in_use : a->part[i].bytes;
 
 		vw_draw_swatch(c, VW_SWATCH_FILL,
-		               is_free ? vw_role_color(VW_ROLE_DEVICE_FREE) : a->part[i].color, x0,
-		               ty + row * 0.2, f * 1.6, row * 0.6);
+		               is_free ? vw_role_color(VW_ROLE_DEVICE_FREE) : a->part[i].color, x,
+		               y + row * 0.2, f * 1.6, row * 0.6);
 		mt_size_format(bytes, sz, sizeof(sz));
 		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
-		vw_text(c, x0 + f * 2.2 + f * 6.5, ty + row / 2, 0.95, true, VW_RIGHT, VW_MIDDLE,
-		        sz);
-		snprintf(line, sizeof(line), "%5.1f%%  %s",
-		         100.0 * (double)bytes / (double)scale_total,
+		vw_text(c, x + f * 8.7, y + row / 2, 0.95, true, VW_RIGHT, VW_MIDDLE, sz);
+		snprintf(line, sizeof(line), "%5.1f%% of the device  %s",
+		         100.0 * (double)bytes / (double)total,
 		         is_free ? "free on the device" : a->part[i].name);
-		vw_text(c, x0 + f * 9.5, ty + row / 2, 0.95, false, VW_LEFT, VW_MIDDLE, line);
-		ty += row;
+		vw_text(c, x + f * 9.5, y + row / 2, 0.95, false, VW_LEFT, VW_MIDDLE, line);
+		y += row;
 	}
 	if (a->sampled && a->used < a->reserved) {
 		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
-		vw_text(c, x0, ty + row / 2, 0.85, false, VW_LEFT, VW_MIDDLE,
+		vw_text(c, x, y + row / 2, 0.85, false, VW_LEFT, VW_MIDDLE,
 		        "the sample reads less than the allocator holds: the context is not shown");
-		ty += row;
+		y += row;
 	}
-	return ty + f;
+	return y;
+}
+
+/* One device: the whole device, then (room permitting) the memory in use
+ * magnified, then the numbers. Returns the y below. */
+static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
+                          const struct anatomy *a, double y, double height)
+{
+	double f = c->font, x0 = f * 1.2, w = c->width - 2 * x0;
+	uint64_t in_use = a->sampled && a->used > a->reserved ? a->used : a->reserved;
+	uint64_t total = a->total > in_use ? a->total : in_use;
+	bool zoom = height > f * 24 && (double)in_use < 0.6 * (double)total;
+	struct vw_rect bar = { x0, round(y + f * 1.9), w, round(f * 2.2) };
+	char head[256], sz[32], sz2[32];
+	double ty, iw = (double)in_use / (double)total * w;
+
+	mt_size_format(a->total, sz, sizeof(sz));
+	mt_size_format(in_use, sz2, sizeof(sz2));
+	snprintf(head, sizeof(head), "device %u \u00b7 %s \u00b7 %s total \u00b7 %s in use%s",
+	         t->dev->ordinal, t->dev->name && *t->dev->name ? t->dev->name : "unknown GPU", sz,
+	         sz2, a->sampled ? " (sampled: what nvidia-smi shows)" : " (no samples: reserved)");
+	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
+	vw_text(c, x0, y, 1.05, true, VW_LEFT, VW_TOP, head);
+	draw_parts(c, a, bar, (double)total);
+	ty = bar_axis(c, bar, (double)total);
+	if (zoom) {
+		struct vw_rect big = { x0, round(ty + f * 2.6), w, round(f * 3.6) };
+
+		/* lines from the used part of the device to its magnification */
+		cairo_save(c->cr);
+		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
+		cairo_set_line_width(c->cr, 0.8);
+		cairo_move_to(c->cr, bar.x, ty);
+		cairo_line_to(c->cr, big.x, big.y);
+		cairo_move_to(c->cr, bar.x + iw, ty);
+		cairo_line_to(c->cr, big.x + big.w, big.y);
+		cairo_stroke(c->cr);
+		cairo_restore(c->cr);
+		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
+		vw_label(c, x0 + w / 2, big.y - f * 0.4, 0.85, VW_CENTER, VW_BOTTOM,
+		         "the memory in use, magnified", x0, x0 + w);
+		draw_parts(c, a, big, (double)in_use);
+		ty = bar_axis(c, big, (double)in_use);
+	}
+	return table(c, a, x0, ty + f * 0.4, total, in_use) + f;
 }
 
 int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,

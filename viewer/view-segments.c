@@ -20,8 +20,9 @@ struct layout {
 	double x, w;   /* panel */
 	double rows_y; /* top of the first row */
 	double row_h, gap;
-	size_t fit;   /* rows that fit */
-	double scale; /* pixels per byte */
+	size_t per_col; /* rows in one column of rows */
+	double col_w;   /* width of a column of rows */
+	double scale;   /* pixels per byte */
 };
 
 static void caption(const struct vw_canvas *c, const struct vw_segmap *m, double x, double y,
@@ -47,33 +48,37 @@ static void caption(const struct vw_canvas *c, const struct vw_segmap *m, double
 	vw_text(c, x, y + c->font * 2.9, 0.9, false, VW_LEFT, VW_TOP, fit);
 }
 
-/* Rows of whole pixels with at least one pixel between them. */
-static void rows(struct layout *l, double top, double bottom, size_t most)
+/* Rows of whole pixels with at least one pixel between them; when `most`
+ * rows do not fit at 4 pixels a row, the panel gets columns of rows. */
+static void rows(struct layout *l, double top, double bottom, size_t most, double font)
 {
 	double avail = floor(bottom - top), pitch;
+	size_t ncols;
 
 	l->rows_y = round(top);
-	pitch = most ? floor(avail / (double)most) : avail;
+	most = most ? most : 1;
+	ncols = (size_t)ceil((double)most / floor(avail / 4));
+	l->per_col = (most + ncols - 1) / ncols;
+	l->col_w = floor((l->w - font * (double)(ncols - 1)) / (double)ncols);
+	pitch = floor(avail / (double)l->per_col);
 	if (pitch > 30)
 		pitch = 30;
-	if (pitch < 3)
-		pitch = 3;
 	l->gap = pitch >= 8 ? round(pitch * 0.25) : 1;
 	l->row_h = pitch - l->gap;
-	l->fit = (size_t)(avail / pitch);
 }
 
 static void draw_map(const struct vw_canvas *c, const struct vw_segmap *m, const struct layout *l)
 {
-	size_t i, j, shown = m->nsegs < l->fit ? m->nsegs : l->fit, colour = 0;
+	size_t i, j, colour = 0;
 
-	for (i = 0; i < shown; i++) {
+	for (i = 0; i < m->nsegs; i++) {
 		const struct vw_segment *s = &m->segs[i];
-		double y = l->rows_y + (double)i * (l->row_h + l->gap);
+		double x = l->x + (double)(i / l->per_col) * (l->col_w + c->font);
+		double y = l->rows_y + (double)(i % l->per_col) * (l->row_h + l->gap);
 		double w = fmax(2, round((double)s->bytes * l->scale));
 
 		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_FREE));
-		cairo_rectangle(c->cr, l->x, y, w, l->row_h);
+		cairo_rectangle(c->cr, x, y, w, l->row_h);
 		cairo_fill(c->cr);
 		for (j = s->first; j < s->first + s->nblocks; j++) {
 			const struct vw_block *b = &m->blocks[j];
@@ -86,18 +91,10 @@ static void draw_map(const struct vw_canvas *c, const struct vw_segmap *m, const
 				x1 = w;
 			vw_set_rgb(c->cr, vw_band_color(colour++));
 			if (x1 > x0) {
-				cairo_rectangle(c->cr, l->x + x0, y, x1 - x0, l->row_h);
+				cairo_rectangle(c->cr, x + x0, y, x1 - x0, l->row_h);
 				cairo_fill(c->cr);
 			}
 		}
-	}
-	if (shown < m->nsegs) {
-		char note[96];
-
-		snprintf(note, sizeof(note), "+ %zu more segments not shown", m->nsegs - shown);
-		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
-		vw_text(c, l->x, l->rows_y + (double)shown * (l->row_h + l->gap), 0.85, false,
-		        VW_LEFT, VW_TOP, note);
 	}
 }
 
@@ -128,9 +125,9 @@ static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct vw_
 				largest = maps[i].segs[j].bytes;
 	}
 	bottom = c->height - margin;
-	rows(&l, top + f * 4.6, bottom - f * 1.3, most);
 	l.w = floor(panel_w);
-	l.scale = l.w / (double)largest;
+	rows(&l, top + f * 4.6, bottom, most, f);
+	l.scale = l.col_w / (double)largest;
 	for (i = 0; i < n; i++) {
 		l.x = round(margin + (double)i * (panel_w + gap));
 		caption(c, &maps[i], l.x, top, l.w);

@@ -147,7 +147,7 @@ static void draw_phases(struct timeline *tl)
 		double x0, x1;
 		int k;
 
-		if (g->depth != 0 || end <= tl->cols.from || g->start >= tl->cols.to)
+		if (g->depth != tl->phases.depth || end <= tl->cols.from || g->start >= tl->cols.to)
 			continue;
 		x0 = vw_axis_map(&tl->x, (double)(g->start - tl->t.t0));
 		x1 = vw_axis_map(&tl->x, (double)(end - tl->t.t0));

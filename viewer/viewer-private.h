@@ -213,15 +213,18 @@ bool vw_sample_at(const struct vw_trace *t, uint64_t ts, uint64_t *used);
 void vw_trace_subtitle(const struct vw_trace *t, const char *trace_name, char *buf, size_t len);
 
 #define VW_MAX_PHASES 8
-/* Names of the outermost NVTX ranges in order of first appearance (at most
- * VW_MAX_PHASES; later names share the last slot). */
+/* Phases: the NVTX ranges of the shallowest nesting depth that has at least
+ * two names (a loop's "step" around forward/backward/optimizer gives the
+ * latter), their names in order of first appearance (at most VW_MAX_PHASES;
+ * later names share the last slot). */
 struct vw_phases {
 	uint32_t name[VW_MAX_PHASES];
 	size_t n;
+	uint32_t depth;
 	bool overflow;
 };
 void vw_phases_collect(const struct vw_trace *t, struct vw_phases *p);
-/* Phase index of the outermost range open at ts, or -1. */
+/* Phase index of the phase range open at ts, or -1. */
 int vw_phase_at(const struct vw_trace *t, const struct vw_phases *p, uint64_t ts);
 int vw_phase_index(const struct vw_phases *p, uint32_t name);
 
