@@ -13,12 +13,12 @@
 extern const struct mt_policy_ops mt_policy_native;
 extern const struct mt_policy_ops mt_policy_bestfit;
 extern const struct mt_policy_ops mt_policy_firstfit;
+extern const struct mt_policy_ops mt_policy_buddy;
+extern const struct mt_policy_ops mt_policy_planned;
 
 static const struct mt_policy_ops *const registry[] = {
-	&mt_policy_native,
-	&mt_policy_bestfit,
-	&mt_policy_firstfit,
-	NULL,
+	&mt_policy_native, &mt_policy_bestfit, &mt_policy_firstfit,
+	&mt_policy_buddy,  &mt_policy_planned, NULL,
 };
 
 const struct mt_policy_ops *const *mt_policy_list(void)
