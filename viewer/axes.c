@@ -36,8 +36,8 @@ static void byte_label(double v, char *buf, size_t len)
 
 void vw_axis_bytes(struct vw_axis *a, double max_bytes, unsigned max_ticks, double p0, double p1)
 {
-	static const double mult[] = { 1,  2,  4,   5,   8,   10,  16,  20,  25, 32,
-		                       50, 64, 100, 128, 200, 250, 256, 500, 512 };
+	/* binary steps only: 512 MiB, 1 GiB, 16 GiB read well as GPU sizes */
+	static const double mult[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 };
 	double step = 1, unit = 1;
 	size_t i, u;
 	bool found = false;
@@ -89,11 +89,12 @@ void vw_axis_time(struct vw_axis *a, double origin_ns, double span_ns, unsigned 
 		if (i < 3)
 			break;
 	}
-	if (step >= 1e9) {
+	/* the unit of the largest value, with the decimals the step needs */
+	if (origin_ns + span_ns >= 1e9) {
 		unit = 1e9, uname = "s";
-	} else if (step >= 1e6) {
+	} else if (origin_ns + span_ns >= 1e6) {
 		unit = 1e6, uname = "ms";
-	} else if (step >= 1e3) {
+	} else if (origin_ns + span_ns >= 1e3) {
 		unit = 1e3, uname = "us";
 	} else {
 		unit = 1, uname = "ns";
@@ -302,6 +303,8 @@ void vw_marker_peak(const struct vw_canvas *c, double x, double y)
 	double r = c->font * 0.38;
 
 	cairo_save(c->cr);
+	/* text leaves a current point: an arc would join it with a line */
+	cairo_new_path(c->cr);
 	cairo_arc(c->cr, x, y, r, 0, 2 * M_PI);
 	cairo_set_source_rgb(c->cr, 1, 1, 1);
 	cairo_set_line_width(c->cr, 2);

@@ -262,8 +262,8 @@ static void draw_ooms(struct timeline *tl)
 
 static void legend(struct timeline *tl, double top, bool draw, double *height)
 {
-	struct vw_legend_item items[MAX_LINES + 4];
-	char bands[96], merged[96];
+	struct vw_legend_item items[MAX_LINES + 4 + VW_MAX_PHASES];
+	char bands[96], merged[96], phase[VW_MAX_PHASES][80];
 	size_t n = 0, i;
 
 	snprintf(bands, sizeof(bands), "%s (%zu largest by byte-seconds, one band each)",
@@ -283,6 +283,12 @@ static void legend(struct timeline *tl, double top, bool draw, double *height)
 	if (tl->t.nfails)
 		items[n++] = (struct vw_legend_item){ VW_SWATCH_OOM, vw_role_color(VW_ROLE_OOM),
 			                              "failed allocation (OOM)" };
+	for (i = 0; i < tl->phases.n; i++) {
+		snprintf(phase[i], sizeof(phase[i]), "phase %s%s",
+		         mt_reader_string(tl->t.r, tl->phases.name[i]),
+		         tl->phases.overflow && i + 1 == tl->phases.n ? " and later" : "");
+		items[n++] = (struct vw_legend_item){ VW_SWATCH_FILL, vw_phase_color(i), phase[i] };
+	}
 	*height = vw_legend(tl->c, tl->c->font * 1.2, top, tl->c->width - tl->c->font * 2.4, items,
 	                    n, draw);
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# memtrace render's argument handling: the view from the file name, bad
+# extensions and folders refused in one line with the documented status,
+# and SVG output that parses as XML with an <svg> root.
+set -u
+M=${MEMTRACE:?MEMTRACE is not set}
+dir=$(mktemp -d /tmp/mt-render-cli-XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+check() { # description, then the command; the command's status decides
+    local what=$1
+    shift
+    if ! "$@"; then
+        echo "FAIL: $what" >&2
+        fail=1
+    fi
+}
+# status STATUS CMD...: runs CMD, wants that exit status and, when it is
+# not 0, exactly one line on stderr starting "memtrace render: "
+status() {
+    local want=$1
+    shift
+    "$@" >"$dir/out" 2>"$dir/err"
+    local got=$?
+    if [ "$got" != "$want" ]; then
+        echo "status $got, wanted $want: $*" >&2
+        cat "$dir/err" >&2
+        return 1
+    fi
+    if [ "$want" != 0 ]; then
+        [ "$(wc -l <"$dir/err")" = 1 ] && grep -q '^memtrace render: ' "$dir/err" \
+            || { echo "not one error line: $(cat "$dir/err")" >&2; return 1; }
+    fi
+    return 0
+}
+
+"$M" synth --events 4000 --seed 3 -o "$dir/t.db" >/dev/null 2>&1 || { echo "synth failed" >&2; exit 1; }
+mkdir "$dir/a" "$dir/b"
+
+check "help" status 0 "$M" render --help
+check "stem names the view" status 0 "$M" render "$dir/t.db" "$dir/a/segments.png"
+check "explicit view" status 0 "$M" render "$dir/t.db" "$dir/b/x.png" --view segments
+check "same picture" cmp -s "$dir/a/segments.png" "$dir/b/x.png"
+check "timeline default" status 0 "$M" render "$dir/t.db" "$dir/b/other.png"
+check "timeline differs from segments" bash -c "! cmp -s '$dir/b/other.png' '$dir/b/x.png'"
+check "PNG signature" bash -c "head -c 8 '$dir/b/other.png' | od -An -tx1 | grep -q '89 50 4e 47 0d 0a 1a 0a'"
+check "unknown extension" status 2 "$M" render "$dir/t.db" "$dir/a/out.jpg"
+check "no extension" status 2 "$M" render "$dir/t.db" "$dir/a/out"
+check "no file written for a bad extension" test ! -e "$dir/a/out.jpg"
+check "missing folder" status 1 "$M" render "$dir/t.db" "$dir/nowhere/timeline.png"
+chmod a-w "$dir/b"
+if [ "$(id -u)" != 0 ]; then
+    check "unwritable folder" status 1 "$M" render "$dir/t.db" "$dir/b/timeline.png"
+fi
+chmod u+w "$dir/b"
+check "missing trace" status 1 "$M" render "$dir/missing.db" "$dir/a/timeline.png"
+check "bad size" status 2 "$M" render "$dir/t.db" "$dir/a/t.png" --size 100x100
+check "garbage size" status 2 "$M" render "$dir/t.db" "$dir/a/t.png" --size big
+check "unknown view" status 2 "$M" render "$dir/t.db" "$dir/a/t.png" --view pie
+check "unknown policy" status 2 "$M" render "$dir/t.db" "$dir/a/t.png" --policy nosuch
+check "bad time" status 2 "$M" render "$dir/t.db" "$dir/a/t.png" --at soon
+check "empty window" status 2 "$M" render "$dir/t.db" "$dir/a/t.png" --from 2s --to 1s
+check "window after the end" status 2 "$M" render "$dir/t.db" "$dir/a/t.png" --from 100s
+check "size honoured" status 0 "$M" render "$dir/t.db" "$dir/a/small.png" --size 640x400
+check "PNG of 640x400" bash -c "od -An -tx1 -j16 -N8 '$dir/a/small.png' | tr -d ' \n' | grep -qx '0000028000000190'"
+
+for view in timeline segments policies anatomy; do
+    check "$view svg" status 0 "$M" render "$dir/t.db" "$dir/a/$view.svg"
+    check "$view pdf" status 0 "$M" render "$dir/t.db" "$dir/a/$view.pdf"
+    check "$view pdf header" bash -c "head -c 5 '$dir/a/$view.pdf' | grep -q '%PDF-'"
+    check "$view pdf end" bash -c "tail -c 64 '$dir/a/$view.pdf' | grep -q '%%EOF'"
+done
+if command -v python3 >/dev/null; then
+    check "svg parses with an <svg> root" python3 - "$dir/a" <<'PY'
+import sys, xml.etree.ElementTree as ET
+for view in ("timeline", "segments", "policies", "anatomy"):
+    root = ET.parse(f"{sys.argv[1]}/{view}.svg").getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg", (view, root.tag)
+    assert root.get("width") == "1600pt" and root.get("height") == "900pt", (view, root.attrib)
+    # something was drawn: paths, glyph uses or an embedded image
+    assert sum(1 for _ in root.iter()) > 50, view
+PY
+fi
+exit $fail

@@ -1,0 +1,202 @@
+/* test-semantics.c — what the pictures mean, read back from pixel colours:
+ * timeline band areas proportional to byte-seconds, the segment map's rows
+ * and free fraction for known allocator states; plus the helpers behind
+ * them (policy spec lists, axis ticks).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewer-private.h"
+#include "viewer-test.h"
+
+static uint32_t band_pixel(size_t k)
+{
+	return vw_rgb_pixel(vw_band_color(k)) & 0xffffff;
+}
+
+/* Index of the band colour of p, or -1. */
+static int band_of(uint32_t p)
+{
+	size_t k;
+
+	for (k = 0; k < VW_BAND_COLORS; k++)
+		if (p == band_pixel(k))
+			return (int)k;
+	return -1;
+}
+
+/* VT_BANDS stacks A, D, B, C (allocation order) with colours 0..3; their
+ * byte-seconds are 1 GiB x 80 ms, 2.5 x 100, 1.5 x 80, 2 x 30. */
+static void band_areas(void)
+{
+	static const double bs[4] = { 1.0 * 80, 2.5 * 100, 1.5 * 80, 2.0 * 30 };
+	const char *trace = vt_path(0, "bands.db"), *png = vt_path(1, "bands.png");
+	double count[4] = { 0 }, sum = 0, bsum = 0;
+	cairo_surface_t *img;
+	int x, y, k;
+
+	CHECK(vt_write_trace(trace, VT_BANDS) == 0);
+	CHECK(vt_render(trace, png, MT_VIEW_TIMELINE, NULL, -1, 1200, 900) == 0);
+	img = cairo_image_surface_create_from_png(png);
+	CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
+		for (y = 0; y < 900; y++)
+			for (x = 0; x < 1200; x++) {
+				k = band_of(vt_pixel(img, x, y));
+				if (k >= 0 && k < 4)
+					count[k]++;
+			}
+	cairo_surface_destroy(img);
+	for (k = 0; k < 4; k++) {
+		sum += count[k];
+		bsum += bs[k];
+	}
+	/* the bands cover a good part of the picture */
+	CHECK(sum > 1200 * 900 * 0.15);
+	for (k = 0; k < 4; k++) {
+		double got = sum ? count[k] / sum : 0, want = bs[k] / bsum;
+
+		if (fabs(got - want) > 0.05 * want)
+			fprintf(stderr, "band %d: %.4f of the band area, byte-seconds say %.4f\n",
+			        k, got, want);
+		CHECK(fabs(got - want) <= 0.05 * want);
+	}
+}
+
+struct panel {
+	int x0, x1; /* columns holding segment pixels */
+	int rows;
+	double free_fraction;
+};
+
+static bool segment_pixel(uint32_t p)
+{
+	return p == (vw_rgb_pixel(vw_role_color(VW_ROLE_FREE)) & 0xffffff) || band_of(p) >= 0;
+}
+
+/* Finds the panels (runs of columns with segment pixels) and reads each. */
+static int read_panels(cairo_surface_t *img, struct panel *out, int most)
+{
+	int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+	uint32_t free_px = vw_rgb_pixel(vw_role_color(VW_ROLE_FREE)) & 0xffffff;
+	int n = 0, x, y, gap = 0;
+	bool in = false;
+
+	for (x = 0; x < w; x++) {
+		bool any = false;
+
+		for (y = 0; y < h && !any; y++)
+			any = segment_pixel(vt_pixel(img, x, y));
+		if (any && !in && n < most) {
+			out[n].x0 = x;
+			in = true;
+			n++;
+		}
+		if (any) {
+			out[n - 1].x1 = x + 1;
+			gap = 0;
+		} else if (in && ++gap > 8) {
+			in = false;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		double freec = 0, used = 0;
+		bool on = false;
+
+		out[i].rows = 0;
+		for (y = 0; y < h; y++) {
+			bool s = segment_pixel(vt_pixel(img, out[i].x0, y));
+
+			if (s && !on)
+				out[i].rows++;
+			on = s;
+			for (x = out[i].x0; x < out[i].x1; x++) {
+				uint32_t p = vt_pixel(img, x, y);
+
+				if (p == free_px)
+					freec++;
+				else if (band_of(p) >= 0)
+					used++;
+			}
+		}
+		out[i].free_fraction = freec + used > 0 ? freec / (freec + used) : -1;
+	}
+	return n;
+}
+
+/* VT_FULL at 3.5 ms: segments S1 64, S2 32, S3 20 MiB holding R1 16, R2 8,
+ * R3 12 (S1), R4 20, R5 4 (S2), R6 10 (S3): 70 of 116 MiB live. The native
+ * policy holds one segment per live request, all of it used. */
+static void segment_map(void)
+{
+	const char *trace = vt_path(0, "full.db"), *png = vt_path(1, "segments.png");
+	struct panel p[4];
+	cairo_surface_t *img;
+	int n = 0;
+
+	CHECK(vt_write_trace(trace, VT_FULL) == 0);
+	CHECK(vt_render(trace, png, MT_VIEW_SEGMENTS, "native", 3.5, 1200, 700) == 0);
+	img = cairo_image_surface_create_from_png(png);
+	CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
+		n = read_panels(img, p, 4);
+	cairo_surface_destroy(img);
+	CHECK(n == 2);
+	if (n != 2)
+		return;
+	fprintf(stderr, "recorded: %d rows, free %.4f; native: %d rows, free %.4f\n", p[0].rows,
+	        p[0].free_fraction, p[1].rows, p[1].free_fraction);
+	CHECK(p[0].rows == 3);
+	CHECK(fabs(p[0].free_fraction - 46.0 / 116.0) < 0.02);
+	CHECK(p[1].rows == 6);
+	CHECK(p[1].free_fraction >= 0 && p[1].free_fraction < 0.02);
+}
+
+static void specs(void)
+{
+	char **s = NULL;
+	size_t n = 0;
+
+	CHECK(vw_specs_split("caching:max_split_size=4MiB,roundup=2,bfc,native", &s, &n) == 0);
+	CHECK(n == 3);
+	if (n == 3) {
+		CHECK(!strcmp(s[0], "caching:max_split_size=4MiB,roundup=2"));
+		CHECK(!strcmp(s[1], "bfc"));
+		CHECK(!strcmp(s[2], "native"));
+	}
+	vw_specs_free(s, n);
+}
+
+static void ticks(void)
+{
+	struct vw_axis a;
+	size_t i;
+
+	vw_axis_bytes(&a, 3.2 * GiB, 8, 0, 100);
+	CHECK(a.nticks >= 3 && a.nticks <= 8);
+	CHECK(a.v1 >= 3.2 * GiB && a.v1 < 4.5 * GiB);
+	CHECK(!strcmp(a.label[0], "0"));
+	/* 3.2 GiB in at most 7 steps: 512 MiB steps */
+	CHECK(a.nticks > 1 && !strcmp(a.label[1], "512 MiB"));
+	CHECK(a.nticks > 2 && !strcmp(a.label[2], "1 GiB"));
+	for (i = 1; i < a.nticks; i++)
+		CHECK(a.tick[i] > a.tick[i - 1]);
+	vw_axis_time(&a, 0, 2.5e9, 6, 0, 100);
+	CHECK(a.nticks >= 3 && !strcmp(a.label[1], "0.5 s"));
+	CHECK(!strcmp(a.label[0], "0.0 s"));
+	vw_axis_time(&a, 0, 40e6, 5, 0, 100);
+	CHECK(a.nticks >= 3 && !strcmp(a.label[1], "10 ms"));
+}
+
+int main(void)
+{
+	band_areas();
+	segment_map();
+	specs();
+	ticks();
+	vt_cleanup();
+	return vt_failures ? 1 : 0;
+}
