@@ -87,6 +87,7 @@ struct run {
 	uint32_t *lat;  /* latency samples (ns) when measured */
 	size_t nlat;
 	struct mt_series series;
+	uint64_t peak_live; /* live bytes actually served (less than the bound after OOMs) */
 	char *err;
 	size_t errlen;
 };
@@ -131,6 +132,8 @@ static int loop(struct run *r)
 			if (rc < 0)
 				return fail(r, rc, i, "allocation failed");
 			live += s->bytes[q];
+			if (live > r->peak_live)
+				r->peak_live = live;
 		} else {
 			if (!r->addr[q])
 				continue; /* its allocation failed */
@@ -205,9 +208,11 @@ int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_opti
 		mt_backend_get_stats(r.b, &res->driver);
 	mt_backend_destroy(r.b);
 	res->peak_reserved = res->driver.peak_reserved;
+	/* after OOMs the policy served less than the lower bound: measure
+	 * fragmentation against what it did serve */
+	uint64_t served = res->oom_count ? r.peak_live : res->peak_allocated;
 	res->fragmentation =
-	        res->peak_reserved ? 1.0 - (double)res->peak_allocated / (double)res->peak_reserved
-	                           : 0.0;
+	        res->peak_reserved ? 1.0 - (double)served / (double)res->peak_reserved : 0.0;
 	if (r.lat) {
 		res->latency_p50_ns = mt_quantile(r.lat, r.nlat, 0.50);
 		res->latency_p99_ns = mt_quantile(r.lat, r.nlat, 0.99);
