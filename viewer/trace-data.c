@@ -229,11 +229,16 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 	rc = device_stats(r, device, st);
 	if (rc < 0)
 		return reader_fail(r, rc, err, errlen);
+	/* the memory's story starts with its own events: a stray activity
+	 * record with no start time must not stretch the axis */
 	t->t0 = UINT64_MAX;
 	for (k = 1; k <= MT_EVENT_KIND_MAX; k++) {
+		bool activity =
+		        k == MT_EVENT_KERNEL || k == MT_EVENT_MEMCPY || k == MT_EVENT_MEMSET;
+
 		if (!st[k].events)
 			continue;
-		if (st[k].first_ts < t->t0)
+		if (!activity && st[k].first_ts < t->t0)
 			t->t0 = st[k].first_ts;
 		if (st[k].last_ts > t->t1)
 			t->t1 = st[k].last_ts;
@@ -317,16 +322,17 @@ bool vw_sample_at(const struct vw_trace *t, uint64_t ts, uint64_t *used)
 
 	if (!t->nsamples)
 		return false;
-	/* first sample after ts */
+	/* first sample at or after ts: samples come every few ms, and the one
+	 * before a sudden growth would miss it */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (t->samples[mid].ts <= ts)
+		if (t->samples[mid].ts < ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	*used = t->samples[lo ? lo - 1 : 0].value;
+	*used = t->samples[lo < t->nsamples ? lo : t->nsamples - 1].value;
 	return true;
 }
 

@@ -59,7 +59,7 @@ static void rows(struct layout *l, double top, double bottom, size_t most, doubl
 	most = most ? most : 1;
 	ncols = (size_t)ceil((double)most / floor(avail / 4));
 	l->per_col = (most + ncols - 1) / ncols;
-	l->col_w = floor((l->w - font * (double)(ncols - 1)) / (double)ncols);
+	l->col_w = floor((l->w - 2 * font * (double)(ncols - 1)) / (double)ncols);
 	pitch = floor(avail / (double)l->per_col);
 	if (pitch > 30)
 		pitch = 30;
@@ -73,7 +73,7 @@ static void draw_map(const struct vw_canvas *c, const struct vw_segmap *m, const
 
 	for (i = 0; i < m->nsegs; i++) {
 		const struct vw_segment *s = &m->segs[i];
-		double x = l->x + (double)(i / l->per_col) * (l->col_w + c->font);
+		double x = l->x + (double)(i / l->per_col) * (l->col_w + 2 * c->font);
 		double y = l->rows_y + (double)(i % l->per_col) * (l->row_h + l->gap);
 		double w = fmax(2, round((double)s->bytes * l->scale));
 

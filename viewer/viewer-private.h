@@ -181,7 +181,9 @@ struct vw_trace {
 	struct mt_reader *r;
 	const struct mt_device *dev;
 	uint32_t device;
-	uint64_t t0, t1;         /* first and last event of the device */
+	/* first memory event (not kernels or copies: a stray activity record
+	 * may lack its start time) and last event of any kind */
+	uint64_t t0, t1;
 	unsigned layer;          /* the layer of req */
 	struct mt_lifetime *req; /* requests (or driver allocations when none) */
 	size_t nreq;
@@ -207,7 +209,7 @@ int vw_trace_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, 
 uint64_t vw_live_at(const struct mt_lifetime *l, size_t n, uint64_t ts);
 /* The moment live bytes of l first reach their peak. */
 uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_bytes);
-/* The last sample at or before ts (else the first after); false if none. */
+/* The first sample at or after ts (else the last); false if none. */
 bool vw_sample_at(const struct vw_trace *t, uint64_t ts, uint64_t *used);
 /* "NAME · GPU · capture MODE" for subtitles. */
 void vw_trace_subtitle(const struct vw_trace *t, const char *trace_name, char *buf, size_t len);
