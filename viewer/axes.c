@@ -11,7 +11,8 @@
 
 static const char *const byte_units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
 
-/* "1.5 GiB", "768 MiB", "0" */
+/* "1.5 GiB", "768 MiB", "1152 MiB" (not "1.12 GiB"), "0": the largest unit
+ * in which the value needs at most two decimals. */
 static void byte_label(double v, char *buf, size_t len)
 {
 	size_t u = 0;
@@ -21,10 +22,9 @@ static void byte_label(double v, char *buf, size_t len)
 		snprintf(buf, len, "0");
 		return;
 	}
-	while (u + 1 < sizeof(byte_units) / sizeof(byte_units[0]) && v >= 1024.0) {
-		v /= 1024.0;
-		u++;
-	}
+	while (u + 1 < sizeof(byte_units) / sizeof(byte_units[0]) && v >= 1024.0 &&
+	       fabs(v / 10.24 - round(v / 10.24)) < 1e-6 * v)
+		v /= 1024.0, u++;
 	snprintf(num, sizeof(num), "%.2f", v);
 	p = num + strlen(num) - 1;
 	while (*p == '0')
@@ -38,7 +38,7 @@ void vw_axis_bytes(struct vw_axis *a, double max_bytes, unsigned max_ticks, doub
 {
 	/* binary steps only: 512 MiB, 1 GiB, 16 GiB read well as GPU sizes */
 	static const double mult[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 };
-	double step = 1, unit = 1;
+	double step = 1, unit = 1, top_unit = 1;
 	size_t i, u;
 	bool found = false;
 
@@ -48,10 +48,14 @@ void vw_axis_bytes(struct vw_axis *a, double max_bytes, unsigned max_ticks, doub
 		max_ticks = 2;
 	if (max_ticks > VW_MAX_TICKS)
 		max_ticks = VW_MAX_TICKS;
+	/* no step finer than a quarter of the largest value's unit: 1.25 GiB,
+	 * not 1152 MiB beside 1.25 GiB */
+	while (top_unit * 1024 <= max_bytes)
+		top_unit *= 1024;
 	for (u = 0; u < 6 && !found; u++, unit *= 1024)
 		for (i = 0; i < sizeof(mult) / sizeof(mult[0]) && !found; i++) {
 			step = mult[i] * unit;
-			found = ceil(max_bytes / step) <= max_ticks - 1;
+			found = step >= top_unit / 4 && ceil(max_bytes / step) <= max_ticks - 1;
 		}
 	memset(a, 0, sizeof(*a));
 	a->v0 = 0;

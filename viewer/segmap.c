@@ -57,10 +57,21 @@ static int push_block(struct vw_segmap *m, size_t *cap, uint64_t address, uint64
 	return 0;
 }
 
-/* Caption figures, from the map itself. */
+static int largest_first(const void *a, const void *b)
+{
+	const struct vw_segment *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->address < y->address ? -1 : x->address > y->address;
+}
+
+/* Caption figures, from the map itself; segments largest first. */
 static void totals(struct vw_segmap *m)
 {
 	size_t i;
+
+	qsort(m->segs, m->nsegs, sizeof(*m->segs), largest_first);
 
 	m->reserved = m->allocated = m->largest_free = 0;
 	for (i = 0; i < m->nsegs; i++)

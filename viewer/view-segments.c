@@ -1,8 +1,8 @@
 /* view-segments.c — segment maps side by side: the recorded allocator's
  * segments (and the requests inside them) and policies replayed to the same
- * moment, one row per segment scaled by its bytes, live blocks coloured,
- * free space light (after the segment views of PyTorch's memory_viz and the
- * figures of the GMLake and expandable-segments write-ups).
+ * moment, one row per segment scaled by its bytes (packed several to a row
+ * when there are too many for that), live blocks coloured, free space light (after the segment
+ * views of PyTorch's memory_viz and the figures of the GMLake and expandable-segments write-ups).
  */
 #include "config.h"
 
@@ -16,14 +16,145 @@
 
 #define MAX_PANELS 8
 
+/* Rows of one scale for every panel: with few segments one row per
+ * segment, the largest spanning the panel; with too many for rows of 8
+ * pixels, segments are packed left to right into rows of row_bytes (a
+ * segment longer than a row continues on the next), so every segment shows
+ * and area stays proportional to bytes. */
 struct layout {
 	double x, w;   /* panel */
 	double rows_y; /* top of the first row */
 	double row_h, gap;
-	size_t per_col; /* rows in one column of rows */
-	double col_w;   /* width of a column of rows */
-	double scale;   /* pixels per byte */
+	size_t nrows;       /* rows that fit */
+	uint64_t row_bytes; /* bytes across a whole row */
+	double scale;       /* pixels per byte */
+	bool packed;
 };
+
+#define SEGMENT_GAP 3 /* pixels between segments sharing a row */
+
+/* A part of a segment drawn on one row: bytes [p0, p1) of it at (x, row). */
+typedef void (*piece_fn)(const struct vw_canvas *c, const struct layout *l,
+                         const struct vw_segmap *m, size_t seg, uint64_t p0, uint64_t p1, double x,
+                         size_t row, size_t *colour);
+
+/* Lays the map out and hands each piece to fn (NULL: only counts); returns
+ * the rows used. */
+static size_t place(const struct vw_canvas *c, const struct layout *l, const struct vw_segmap *m,
+                    piece_fn fn)
+{
+	size_t i, row = 0, colour = 0;
+	double x = 0;
+
+	for (i = 0; i < m->nsegs; i++) {
+		uint64_t bytes = m->segs[i].bytes, done = 0;
+		double w = fmax(2, round((double)bytes * l->scale));
+
+		if (!l->packed) {
+			if (fn)
+				fn(c, l, m, i, 0, bytes, 0, i, &colour);
+			continue;
+		}
+		if (x > 0 && (x + w > l->w || w > l->w)) {
+			row++;
+			x = 0;
+		}
+		while (done < bytes) {
+			uint64_t room = (uint64_t)((l->w - x) / l->scale);
+			uint64_t take = bytes - done < room || room == 0 ? bytes - done : room;
+			double pw = fmax(2, round((double)take * l->scale));
+
+			if (fn)
+				fn(c, l, m, i, done, done + take, x, row, &colour);
+			done += take;
+			x += pw + SEGMENT_GAP;
+			if (done < bytes || x >= l->w) {
+				row++;
+				x = 0;
+			}
+		}
+	}
+	return l->packed ? row + (x > 0) : m->nsegs;
+}
+
+static void draw_piece(const struct vw_canvas *c, const struct layout *l, const struct vw_segmap *m,
+                       size_t seg, uint64_t p0, uint64_t p1, double x, size_t row, size_t *colour)
+{
+	const struct vw_segment *s = &m->segs[seg];
+	double y = l->rows_y + (double)row * (l->row_h + l->gap), w, left = l->x + x;
+	size_t j;
+
+	if (row >= l->nrows)
+		return;
+	w = fmax(2, round((double)(p1 - p0) * l->scale));
+	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_FREE));
+	cairo_rectangle(c->cr, left, y, w, l->row_h);
+	cairo_fill(c->cr);
+	/* packed rows: a dark tick where each segment starts */
+	if (l->packed && p0 == 0) {
+		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
+		cairo_rectangle(c->cr, left, y - 1, 1.5, l->row_h + 2);
+		cairo_fill(c->cr);
+	}
+	for (j = s->first; j < s->first + s->nblocks; j++) {
+		const struct vw_block *b = &m->blocks[j];
+		uint64_t b0 = b->address - s->address, b1 = b0 + b->bytes;
+		double x0, x1;
+
+		if (!b->allocated || b1 <= p0 || b0 >= p1)
+			continue;
+		x0 = round((double)((b0 > p0 ? b0 : p0) - p0) * l->scale);
+		x1 = fmin(w, round((double)((b1 < p1 ? b1 : p1) - p0) * l->scale));
+		vw_set_rgb(c->cr, vw_band_color((*colour)++));
+		if (x1 > x0) {
+			cairo_rectangle(c->cr, left + x0, y, x1 - x0, l->row_h);
+			cairo_fill(c->cr);
+		}
+	}
+}
+
+/* Chooses the rows for maps in [top, bottom). */
+static void lay_out(const struct vw_canvas *c, struct layout *l, const struct vw_segmap *maps,
+                    size_t n, double top, double bottom)
+{
+	double avail = floor(bottom - top), pitch;
+	uint64_t largest = 1, total = 1, lo, hi;
+	size_t most = 1, i, j;
+
+	for (i = 0; i < n; i++) {
+		most = maps[i].nsegs > most ? maps[i].nsegs : most;
+		total = maps[i].reserved > total ? maps[i].reserved : total;
+		for (j = 0; j < maps[i].nsegs; j++)
+			largest = maps[i].segs[j].bytes > largest ? maps[i].segs[j].bytes : largest;
+	}
+	l->rows_y = round(top);
+	l->packed = (double)most > avail / 8;
+	pitch = l->packed ? 10 : fmin(30, floor(avail / (double)most));
+	l->gap = pitch >= 8 ? round(pitch * 0.25) : 1;
+	l->row_h = pitch - l->gap;
+	l->nrows = (size_t)(avail / pitch);
+	l->row_bytes = largest;
+	l->scale = l->w / (double)largest;
+	if (!l->packed)
+		return;
+	/* the longest rows (largest scale) with which every map fits */
+	lo = largest / 1024 + 1;
+	hi = 2 * total + largest;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		bool fits = true;
+
+		l->scale = l->w / (double)mid;
+		for (i = 0; i < n && fits; i++)
+			fits = place(c, l, &maps[i], NULL) <= l->nrows;
+		if (fits)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	l->row_bytes = lo;
+	l->scale = l->w / (double)lo;
+}
 
 static void caption(const struct vw_canvas *c, const struct vw_segmap *m, double x, double y,
                     double w)
@@ -48,90 +179,40 @@ static void caption(const struct vw_canvas *c, const struct vw_segmap *m, double
 	vw_text(c, x, y + c->font * 2.9, 0.9, false, VW_LEFT, VW_TOP, fit);
 }
 
-/* Rows of whole pixels with at least one pixel between them; when `most`
- * rows do not fit at 4 pixels a row, the panel gets columns of rows. */
-static void rows(struct layout *l, double top, double bottom, size_t most, double font)
-{
-	double avail = floor(bottom - top), pitch;
-	size_t ncols;
-
-	l->rows_y = round(top);
-	most = most ? most : 1;
-	ncols = (size_t)ceil((double)most / floor(avail / 4));
-	l->per_col = (most + ncols - 1) / ncols;
-	l->col_w = floor((l->w - 2 * font * (double)(ncols - 1)) / (double)ncols);
-	pitch = floor(avail / (double)l->per_col);
-	if (pitch > 30)
-		pitch = 30;
-	l->gap = pitch >= 8 ? round(pitch * 0.25) : 1;
-	l->row_h = pitch - l->gap;
-}
-
-static void draw_map(const struct vw_canvas *c, const struct vw_segmap *m, const struct layout *l)
-{
-	size_t i, j, colour = 0;
-
-	for (i = 0; i < m->nsegs; i++) {
-		const struct vw_segment *s = &m->segs[i];
-		double x = l->x + (double)(i / l->per_col) * (l->col_w + 2 * c->font);
-		double y = l->rows_y + (double)(i % l->per_col) * (l->row_h + l->gap);
-		double w = fmax(2, round((double)s->bytes * l->scale));
-
-		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_FREE));
-		cairo_rectangle(c->cr, x, y, w, l->row_h);
-		cairo_fill(c->cr);
-		for (j = s->first; j < s->first + s->nblocks; j++) {
-			const struct vw_block *b = &m->blocks[j];
-			double x0 = round((double)(b->address - s->address) * l->scale);
-			double x1 = round((double)(b->address + b->bytes - s->address) * l->scale);
-
-			if (!b->allocated)
-				continue;
-			if (x1 > w)
-				x1 = w;
-			vw_set_rgb(c->cr, vw_band_color(colour++));
-			if (x1 > x0) {
-				cairo_rectangle(c->cr, x + x0, y, x1 - x0, l->row_h);
-				cairo_fill(c->cr);
-			}
-		}
-	}
-}
-
 static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct vw_segmap *maps,
                  size_t n, const struct mt_render_options *o, const char *why)
 {
-	double f = c->font, margin = f * 1.2, gap = f * 2.5, top, panel_w, bottom;
-	char subtitle[512], base[384], when[32];
-	uint64_t largest = 1;
-	size_t i, j, most = 0;
+	double f = c->font, margin = f * 1.2, gap = f * 2.5, top, panel_w;
+	char subtitle[512], base[384], when[32], how[256], row[32];
 	struct layout l;
+	size_t i;
 
 	vw_trace_subtitle(t, o->trace_name, base, sizeof(base));
 	mt_duration_format(maps[0].at - t->t0, when, sizeof(when));
 	snprintf(subtitle, sizeof(subtitle), "%s \u00b7 at %s (%s)", base, when, why);
 	top = vw_title(c, "Segment map", subtitle);
-	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
-	vw_text(c, margin, top, 0.9, false, VW_LEFT, VW_TOP,
-	        "one row per segment, length by bytes \u00b7 coloured: live blocks (colours "
-	        "alternate) \u00b7 light grey: free space inside the segment");
-	top += f * 2.2;
 	panel_w = (c->width - 2 * margin - gap * (double)(n - 1)) / (double)n;
-	for (i = 0; i < n; i++) {
-		if (maps[i].nsegs > most)
-			most = maps[i].nsegs;
-		for (j = 0; j < maps[i].nsegs; j++)
-			if (maps[i].segs[j].bytes > largest)
-				largest = maps[i].segs[j].bytes;
-	}
-	bottom = c->height - margin;
 	l.w = floor(panel_w);
-	rows(&l, top + f * 4.6, bottom, most, f);
-	l.scale = l.col_w / (double)largest;
+	lay_out(c, &l, maps, n, top + f * 7.9, c->height - margin);
+	mt_size_format(l.row_bytes, row, sizeof(row));
+	if (l.packed)
+		snprintf(how, sizeof(how),
+		         "segments largest first, packed into rows of %s; a dark tick marks where "
+		         "a segment starts, a longer one continues on the next row",
+		         row);
+	else
+		snprintf(how, sizeof(how), "one row per segment, largest first, a full row = %s",
+		         row);
+	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
+	vw_text(c, margin, top, 0.9, false, VW_LEFT, VW_TOP, how);
+	vw_text(c, margin, top + f * 1.3, 0.9, false, VW_LEFT, VW_TOP,
+	        "coloured: live blocks (colours alternate) \u00b7 light grey: free space inside a "
+	        "segment");
+	top += f * 3.2;
 	for (i = 0; i < n; i++) {
 		l.x = round(margin + (double)i * (panel_w + gap));
 		caption(c, &maps[i], l.x, top, l.w);
-		draw_map(c, &maps[i], &l);
+		place(c, &l, &maps[i], draw_piece);
 	}
 }
 

@@ -329,6 +329,7 @@ struct vw_segment {
 	size_t nblocks;
 };
 
+/* Segments largest first, each with its blocks in address order. */
 struct vw_segmap {
 	char name[96];
 	uint64_t at;
