@@ -13,11 +13,15 @@
 extern const struct mt_policy_ops mt_policy_native;
 extern const struct mt_policy_ops mt_policy_bestfit;
 extern const struct mt_policy_ops mt_policy_firstfit;
+extern const struct mt_policy_ops mt_policy_caching;
+extern const struct mt_policy_ops mt_policy_expandable;
 
 static const struct mt_policy_ops *const registry[] = {
 	&mt_policy_native,
 	&mt_policy_bestfit,
 	&mt_policy_firstfit,
+	&mt_policy_caching,
+	&mt_policy_expandable,
 	NULL,
 };
 
