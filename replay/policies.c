@@ -15,6 +15,7 @@ extern const struct mt_policy_ops mt_policy_bestfit;
 extern const struct mt_policy_ops mt_policy_firstfit;
 extern const struct mt_policy_ops mt_policy_caching;
 extern const struct mt_policy_ops mt_policy_expandable;
+extern const struct mt_policy_ops mt_policy_bfc;
 
 static const struct mt_policy_ops *const registry[] = {
 	&mt_policy_native,
@@ -22,6 +23,7 @@ static const struct mt_policy_ops *const registry[] = {
 	&mt_policy_firstfit,
 	&mt_policy_caching,
 	&mt_policy_expandable,
+	&mt_policy_bfc,
 	NULL,
 };
 
