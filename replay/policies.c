@@ -16,6 +16,8 @@ extern const struct mt_policy_ops mt_policy_firstfit;
 extern const struct mt_policy_ops mt_policy_caching;
 extern const struct mt_policy_ops mt_policy_expandable;
 extern const struct mt_policy_ops mt_policy_bfc;
+extern const struct mt_policy_ops mt_policy_async;
+extern const struct mt_policy_ops mt_policy_stitch;
 
 static const struct mt_policy_ops *const registry[] = {
 	&mt_policy_native,
@@ -24,6 +26,8 @@ static const struct mt_policy_ops *const registry[] = {
 	&mt_policy_caching,
 	&mt_policy_expandable,
 	&mt_policy_bfc,
+	&mt_policy_async,
+	&mt_policy_stitch,
 	NULL,
 };
 
