@@ -77,6 +77,8 @@ static int overlaps(struct mt_policy_block *v, size_t n)
 {
 	int bad = 0;
 
+	if (n < 2)
+		return 0;
 	qsort(v, n, sizeof(*v), by_address);
 	for (size_t i = 1; i < n; i++)
 		bad += v[i - 1].address + v[i - 1].bytes > v[i].address;
@@ -117,7 +119,8 @@ static void check_state(const char *name, const struct fixture *f, const struct 
 		fprintf(stderr, "%s: %d overlapping blocks or segments\n", name, bad);
 	CHECK(bad == 0);
 	CHECK(nalloc == nlive);
-	memcpy(w.blk, alloc_only, nalloc * sizeof(*alloc_only));
+	if (nalloc)
+		memcpy(w.blk, alloc_only, nalloc * sizeof(*alloc_only));
 	w.n = nalloc;
 	for (size_t i = 0; i < nlive; i++) {
 		const struct mt_policy_block *b = find_block(&w, live[i].addr);
