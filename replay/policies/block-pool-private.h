@@ -68,6 +68,7 @@ struct torch_pool {
 	struct mt_rb_tree unmapped;
 	bool is_small;
 	int64_t get_free_blocks_call_count;
+	struct torch_block *spare; /* recycled block records, linked by next */
 };
 
 /* What the policy holds from the backend: a cudaMalloc'd segment, or an
@@ -125,6 +126,8 @@ void mt_torch_alloc_destroy(struct mt_policy *p);
 
 struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size);
+/* Returns a block record (in no set, unlinked) to its pool's spares. */
+void mt_torch_block_recycle(struct torch_block *b);
 /* Links b between before and after (either may be NULL) and keeps seg->head. */
 void mt_torch_block_splice(struct torch_block *b, struct torch_block *before,
                            struct torch_block *after);

@@ -112,10 +112,14 @@ static struct torch_block *blk(struct mt_rb_node *n)
 struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size)
 {
-	struct torch_block *b = calloc(1, sizeof(*b));
+	struct torch_block *b = pool->spare;
 
-	if (!b)
+	if (b) {
+		pool->spare = b->next;
+		memset(b, 0, sizeof(*b));
+	} else if (!(b = calloc(1, sizeof(*b)))) {
 		return NULL;
+	}
 	b->seg = seg;
 	b->pool = pool;
 	b->stream = stream;
@@ -123,6 +127,12 @@ struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_p
 	b->size = size;
 	b->mapped = true;
 	return b;
+}
+
+void mt_torch_block_recycle(struct torch_block *b)
+{
+	b->next = b->pool->spare;
+	b->pool->spare = b;
 }
 
 void mt_torch_block_splice(struct torch_block *b, struct torch_block *before,
@@ -175,7 +185,7 @@ uint64_t mt_torch_try_merge(struct torch_block *dst, struct torch_block *src)
 	subsumed = src->size;
 	dst->size += subsumed;
 	mt_rb_erase(src->mapped ? &src->pool->blocks : &src->pool->unmapped, &src->node);
-	free(src);
+	mt_torch_block_recycle(src);
 	return subsumed;
 }
 
@@ -308,7 +318,7 @@ static int release_block(struct torch_alloc *t, struct torch_block *b)
 	mt_rb_erase(&b->pool->blocks, &b->node);
 	mt_torch_segment_unlink(t, s);
 	free(s);
-	free(b);
+	mt_torch_block_recycle(b);
 	return 0;
 }
 
@@ -694,6 +704,16 @@ void mt_torch_alloc_destroy(struct mt_policy *p)
 		}
 		free(s->handles);
 		free(s);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct torch_pool *pool = i ? &t->large : &t->small;
+
+		while (pool->spare) {
+			struct torch_block *b = pool->spare;
+
+			pool->spare = b->next;
+			free(b);
+		}
 	}
 	mt_addrmap_release(&t->active);
 	free(t);

@@ -334,7 +334,7 @@ int mt_torch_expandable_release(struct torch_alloc *t, struct torch_block *b)
 	mt_torch_segment_unlink(t, s);
 	free(s->handles);
 	free(s);
-	free(b);
+	mt_torch_block_recycle(b);
 	return 0;
 }
 
