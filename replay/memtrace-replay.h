@@ -213,7 +213,8 @@ struct mt_replay_result {
 	uint64_t events;
 	uint64_t peak_allocated; /* lower bound: requested bytes live at once */
 	uint64_t peak_reserved;
-	double fragmentation;    /* 1 - peak_allocated / peak_reserved */
+	double fragmentation;    /* 1 - peak_allocated / peak_reserved (after OOMs: 1 -
+	                            peak of the live bytes served / peak_reserved) */
 	struct mt_backend_stats driver;
 	uint64_t oom_count;
 	struct mt_replay_oom first_oom;
