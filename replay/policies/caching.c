@@ -670,6 +670,17 @@ static uint64_t pool_largest_free(const struct torch_pool *pool)
 	return largest;
 }
 
+/* Expandable segments show as their runs of mapped blocks (walk_segment). */
+static uint64_t mapped_runs(const struct torch_alloc *t)
+{
+	uint64_t runs = 0;
+
+	for (const struct torch_segment *s = t->segs; s; s = s->next_seg)
+		for (const struct torch_block *b = s->head; b; b = b->next)
+			runs += b->mapped && (!b->prev || !b->prev->mapped);
+	return runs;
+}
+
 void mt_torch_alloc_stats(struct mt_policy *p, struct mt_policy_stats *st)
 {
 	struct torch_alloc *t = (struct torch_alloc *)p;
@@ -678,7 +689,7 @@ void mt_torch_alloc_stats(struct mt_policy *p, struct mt_policy_stats *st)
 	st->allocated = t->allocated;
 	st->requested = t->requested;
 	st->reserved = t->reserved;
-	st->segments = t->nsegments;
+	st->segments = t->opt.expandable ? mapped_runs(t) : t->nsegments;
 	st->largest_free = small > large ? small : large;
 	st->cache_flushes = t->cache_flushes;
 }

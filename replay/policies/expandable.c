@@ -25,8 +25,8 @@
  * - empty_cache and the OOM retry (release_cached_blocks) unmap every whole
  *   free page (mt_backend_unmap + mt_backend_mem_release); a segment left
  *   with nothing mapped gives its reservation back (mt_backend_va_free).
- * - reserved = mapped pages; `segments` counts reservations, and walk shows
- *   each run of mapped blocks as one segment, as PyTorch's snapshot does.
+ * - reserved = mapped pages; walk and `segments` show each run of mapped
+ *   blocks as one segment, as PyTorch's snapshot does.
  *
  * Parameters: those of `caching` (max_split_size, max_non_split_rounding_size,
  * roundup_power2_divisions, garbage_collection_threshold — garbage collection

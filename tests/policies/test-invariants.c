@@ -3,9 +3,9 @@
  * request's block starts at the address returned and holds its bytes,
  * reserved >= allocated >= requested, requested equals what the test holds
  * live, the policy's reserved equals what the backend holds, allocated
- * returns to 0 after all frees, empty_cache leaves nothing reserved, and
- * destroy gives everything back. Run once with room to spare and once at a
- * tight capacity where requests fail (-ENOMEM) and the OOM paths run. */
+ * returns to 0 after all frees, stats count the segments walk shows, empty_cache leaves nothing
+ * reserved, and destroy gives everything back. Run once with room to spare and once at a tight
+ * capacity where requests fail (-ENOMEM) and the OOM paths run. */
 #include "config.h"
 
 #include <errno.h>
@@ -130,6 +130,7 @@ static void check_state(const char *name, const struct fixture *f, const struct 
 	CHECK(st.reserved >= st.allocated);
 	CHECK(st.allocated >= st.requested);
 	CHECK(st.requested == requested);
+	CHECK(st.segments == w.nseg);
 	CHECK(st.reserved == bstats(f).reserved);
 	if (failures)
 		fprintf(stderr, "%s: state check failed\n", name);
