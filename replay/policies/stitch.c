@@ -52,10 +52,17 @@
 
 extern const struct mt_policy_ops mt_policy_stitch;
 
+/* A VA reservation; blocks split from one block share it. */
+struct vres {
+	uint64_t va, bytes;
+	unsigned refs; /* blocks inside it */
+};
+
 struct vblock {
 	struct mt_rb_node node;             /* in the free tree while free */
 	struct vblock *prev_all, *next_all; /* every block */
-	uint64_t va, va_bytes;              /* the reservation */
+	struct vres *res;                   /* the reservation it lies in */
+	uint64_t va;                        /* its first page */
 	uint64_t npages;                    /* pages mapped at va, va + page, ... */
 	uint64_t *pages;                    /* their handles */
 	uint64_t stream;
@@ -157,36 +164,33 @@ static int unmap_tail(struct stitch *p, struct vblock *v, uint64_t from)
 	return 0;
 }
 
-/* A new block of npages on a fresh reservation, mapping handles (which
- * the block takes over on success). */
-static int block_new(struct stitch *p, uint64_t stream, const uint64_t *handles, uint64_t npages,
-                     struct vblock **out)
+/* Drops a reference to a reservation, freeing it with the last. */
+static int res_put(struct stitch *p, struct vres *r)
+{
+	int rc = 0;
+
+	if (--r->refs == 0) {
+		rc = mt_backend_va_free(p->b, r->va, r->bytes);
+		free(r);
+	}
+	return rc;
+}
+
+/* A block record for npages already mapped at va inside reservation r. */
+static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t stream,
+                        const uint64_t *handles, uint64_t npages, struct vblock **out)
 {
 	struct vblock *v = calloc(1, sizeof(*v));
-	int rc;
 
 	if (!v || !(v->pages = malloc(npages * sizeof(*v->pages)))) {
 		free(v);
 		return -ENOMEM;
 	}
 	memcpy(v->pages, handles, npages * sizeof(*v->pages));
-	v->va_bytes = npages * p->page;
-	rc = mt_backend_va_reserve(p->b, v->va_bytes, &v->va);
-	if (rc < 0) {
-		free(v->pages);
-		free(v);
-		return rc;
-	}
-	for (; v->npages < npages; v->npages++) {
-		rc = mt_backend_map(p->b, v->va + v->npages * p->page, p->page, handles[v->npages]);
-		if (rc < 0) {
-			unmap_tail(p, v, 0);
-			mt_backend_va_free(p->b, v->va, v->va_bytes);
-			free(v->pages);
-			free(v);
-			return rc;
-		}
-	}
+	v->res = r;
+	r->refs++;
+	v->va = va;
+	v->npages = npages;
 	v->stream = stream;
 	v->next_all = p->all;
 	if (p->all)
@@ -197,14 +201,48 @@ static int block_new(struct stitch *p, uint64_t stream, const uint64_t *handles,
 	return 0;
 }
 
-/* Unmaps v (in no tree), frees its reservation and record; its pages are
- * not released (they moved to another block, or were released). */
+/* A new block of npages on a fresh reservation, mapping handles (which
+ * the block takes over on success). */
+static int block_new(struct stitch *p, uint64_t stream, const uint64_t *handles, uint64_t npages,
+                     struct vblock **out)
+{
+	struct vres *r = calloc(1, sizeof(*r));
+	uint64_t mapped = 0;
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->bytes = npages * p->page;
+	rc = mt_backend_va_reserve(p->b, r->bytes, &r->va);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	for (; mapped < npages; mapped++) {
+		rc = mt_backend_map(p->b, r->va + mapped * p->page, p->page, handles[mapped]);
+		if (rc < 0)
+			break;
+	}
+	if (rc == 0)
+		rc = block_record(p, r, r->va, stream, handles, npages, out);
+	if (rc < 0) {
+		while (mapped--)
+			mt_backend_unmap(p->b, r->va + mapped * p->page, p->page);
+		mt_backend_va_free(p->b, r->va, r->bytes);
+		free(r);
+	}
+	return rc;
+}
+
+/* Unmaps v (in no tree) and frees its record, and its reservation with the
+ * last block in it; its pages are not released (they moved to another
+ * block, or were released). */
 static int block_drop(struct stitch *p, struct vblock *v)
 {
 	int rc = unmap_tail(p, v, 0);
 
 	if (rc == 0)
-		rc = mt_backend_va_free(p->b, v->va, v->va_bytes);
+		rc = res_put(p, v->res);
 	if (rc < 0)
 		return rc;
 	if (v->prev_all)
@@ -234,17 +272,16 @@ static int block_release(struct stitch *p, struct vblock *v)
 }
 
 /* Splits free block v (in no tree) after keep pages: the tail becomes a new
- * free block of the same stream. */
+ * free block of the same stream, in place (same reservation, no remapping). */
 static int split(struct stitch *p, struct vblock *v, uint64_t keep)
 {
-	uint64_t total = v->npages;
 	struct vblock *t;
-	int rc = unmap_tail(p, v, keep);
+	int rc = block_record(p, v->res, v->va + keep * p->page, v->stream, v->pages + keep,
+	                      v->npages - keep, &t);
 
-	if (rc == 0)
-		rc = block_new(p, v->stream, v->pages + keep, total - keep, &t);
 	if (rc < 0)
 		return rc;
+	v->npages = keep;
 	free_insert(p, t);
 	return 0;
 }
