@@ -72,6 +72,12 @@ static bool has_room(const struct torch_block *b, uint64_t size)
 	return bytes >= size;
 }
 
+/* segment_size_: kSmallBuffer for the small pool, large_segment_size else. */
+static uint64_t page_size(const struct torch_alloc *t, const struct torch_pool *pool)
+{
+	return pool->is_small ? TORCH_SMALL_BUFFER : t->opt.large_segment;
+}
+
 static uint64_t reservation_size(const struct torch_alloc *t, uint64_t page)
 {
 	uint64_t total = mt_backend_capacity(t->b), bytes;
@@ -86,7 +92,7 @@ static uint64_t reservation_size(const struct torch_alloc *t, uint64_t page)
 static int new_segment(struct torch_alloc *t, struct torch_pool *pool, uint64_t stream,
                        struct torch_block **out)
 {
-	uint64_t page = pool->is_small ? TORCH_SMALL_BUFFER : t->opt.large_segment;
+	uint64_t page = page_size(t, pool);
 	uint64_t bytes = reservation_size(t, page), va;
 	struct torch_segment *s;
 	struct torch_block *b;
@@ -248,13 +254,15 @@ static int map_block(struct torch_alloc *t, struct torch_block *b, uint64_t size
 int mt_torch_expandable_allocate(struct torch_alloc *t, struct torch_pool *pool, uint64_t stream,
                                  uint64_t size, struct torch_block **out)
 {
+	uint64_t page = page_size(t, pool);
 	struct torch_block *c;
-	int rc = find_expandable_block(t, pool, stream, size, &c);
+	int rc;
 
+	if (size > reservation_size(t, page))
+		return 0; /* larger than a whole reservation: cannot be placed */
+	rc = find_expandable_block(t, pool, stream, size, &c);
 	if (rc < 0)
 		return rc;
-	if (size > c->seg->size)
-		return 0; /* larger than a whole reservation: cannot be placed */
 	if (!c->mapped) {
 		rc = map_block(t, c, c->size < size ? c->size : size);
 		if (rc <= 0)
