@@ -1,8 +1,9 @@
 /* bfc.c — policy `bfc`: TensorFlow's best-fit-with-coalescing allocator.
  *
  * Models tsl::BFCAllocator of tensorflow/tsl/framework/bfc_allocator.cc
- * (TensorFlow 2.12–2.15; the same file now lives in XLA as
- * xla/tsl/framework/bfc_allocator.cc), as TensorFlow's GPU device uses it:
+ * (read at tensorflow/tensorflow commit 10ae7c03, TensorFlow 2.12–2.15; the
+ * file now lives in XLA as xla/tsl/framework/bfc_allocator.cc), as
+ * TensorFlow's GPU device uses it:
  * - requests round up to 256 B (kMinAllocationSize);
  * - 21 bins; bin i holds free chunks of [256 << i, 256 << (i + 1)) bytes, the
  *   last one everything larger; each bin is ordered by (size, address);

@@ -45,6 +45,10 @@
  * roundup_power2_divisions (a power of two, one value for every size; 0 or 1
  * = off), garbage_collection_threshold (0 < x < 1; default off).
  *
+ * Checked against PyTorch 2.11 on an H100: on the GPT-2, ResNet-50 and BERT
+ * sample traces the peak reserved equals torch.cuda.max_memory_reserved()
+ * (tests/policies/test-fidelity.c).
+ *
  * Left out: recordStream/cross-stream events (a trace replays each free as
  * completed), CUDA graph private pools and mempools, IPC, the per-interval
  * list form of roundup_power2_divisions, free-memory callbacks, pinned host

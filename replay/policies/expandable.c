@@ -34,6 +34,10 @@
  * large_segment_size (default 20MiB, a multiple of 2MiB), va_size (the
  * reservation; default 9/8 of the backend capacity, at most 9/8 TiB).
  *
+ * Checked against PyTorch 2.11 (expandable_segments:True) on an H100: on the
+ * GPT-2, ResNet-50 and BERT sample traces the peak reserved equals
+ * torch.cuda.max_memory_reserved() (tests/policies/test-fidelity.c).
+ *
  * Left out: what `caching` leaves out; peer mappings and IPC sharing; the
  * stream synchronisation before unmapping; release_available_cached_blocks
  * (PyTorch's version cannot release expandable blocks, so it is skipped).
