@@ -131,6 +131,8 @@ void mt_torch_block_recycle(struct torch_block *b);
 /* Links b between before and after (either may be NULL) and keeps seg->head. */
 void mt_torch_block_splice(struct torch_block *b, struct torch_block *before,
                            struct torch_block *after);
+/* BlockComparatorAddress: (stream, address), the order of pool->unmapped. */
+int mt_torch_cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b);
 /* insert_into_blocks: into pool->blocks, stamping the gc counter. */
 void mt_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b);
 void mt_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b);

@@ -88,7 +88,7 @@ static int cmp_size(const struct mt_rb_node *a, const struct mt_rb_node *b)
 }
 
 /* BlockComparatorAddress: (stream, address). */
-static int cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b)
+int mt_torch_cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
 	const struct torch_block *x = node_block(a), *y = node_block(b);
 	int c = cmp_u64(x->stream, y->stream);
@@ -96,14 +96,10 @@ static int cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b)
 	return c ? c : cmp_u64(x->addr, y->addr);
 }
 
+/* Searches by a key block (only its stream, size and address are set). */
 static int key_size(const void *key, const struct mt_rb_node *n)
 {
-	const struct torch_block *k = key, *y = node_block(n);
-	int c = cmp_u64(k->stream, y->stream);
-
-	if (!c)
-		c = cmp_u64(k->size, y->size);
-	return c ? c : cmp_u64(k->addr, y->addr);
+	return cmp_size(&((const struct torch_block *)key)->node, n);
 }
 
 static struct torch_block *blk(struct mt_rb_node *n)
@@ -160,7 +156,7 @@ void mt_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
 
 void mt_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b)
 {
-	mt_rb_insert(&pool->unmapped, &b->node, cmp_address);
+	mt_rb_insert(&pool->unmapped, &b->node, mt_torch_cmp_address);
 }
 
 static bool is_split(const struct torch_block *b)

@@ -52,13 +52,10 @@
 
 #define VA_CAP (1ull << 40) /* capacity taken for the reservation size at most */
 
+/* Searches the unmapped blocks by a key block (stream and address set). */
 static int key_address(const void *key, const struct mt_rb_node *n)
 {
-	const struct torch_block *k = key, *y = mt_rb_entry(n, const struct torch_block, node);
-
-	if (k->stream != y->stream)
-		return k->stream < y->stream ? -1 : 1;
-	return (k->addr > y->addr) - (k->addr < y->addr);
+	return mt_torch_cmp_address(&((const struct torch_block *)key)->node, n);
 }
 
 static bool allocatable(const struct torch_block *b)

@@ -108,14 +108,10 @@ static int cmp_free(const struct mt_rb_node *a, const struct mt_rb_node *b)
 	return c ? c : cmp_u64(x->va, y->va);
 }
 
+/* Searches by a key block (stream, npages and va set). */
 static int key_free(const void *key, const struct mt_rb_node *n)
 {
-	const struct vblock *k = key, *y = node_vb(n);
-	int c = cmp_u64(k->stream, y->stream);
-
-	if (!c)
-		c = cmp_u64(k->npages, y->npages);
-	return c ? c : cmp_u64(k->va, y->va);
+	return cmp_free(&((const struct vblock *)key)->node, n);
 }
 
 /* ---- blocks ---- */
