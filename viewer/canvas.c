@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,8 +49,9 @@ int vw_canvas_open(struct vw_canvas *c, enum mt_image_format format, const char 
 	c->format = format;
 	c->width = width;
 	c->height = height;
-	/* 14 px at 1600x900; never below 9 */
-	c->font = (width < height ? width : height) / 64.0;
+	/* 14 px at 1600x900, by area so that wide pictures keep readable
+	 * text; never below 9 */
+	c->font = sqrt((double)width * (double)height) / 86.0;
 	if (c->font < 9)
 		c->font = 9;
 	switch (format) {

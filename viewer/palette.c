@@ -50,9 +50,12 @@ static const struct vw_rgb bands[VW_BAND_COLORS] = {
 	RGB(0x99DDFF), RGB(0xFFAABB), RGB(0xBBCC33), RGB(0xAAAA00),
 };
 
+/* Okabe–Ito, then Paul Tol's "muted" for the policies beyond them: twelve
+ * distinct colours before any repeats; yellow late, it is faint as a line. */
 static const struct vw_rgb series[] = {
 	RGB(OI_BLUE),     RGB(OI_ORANGE),     RGB(OI_GREEN),  RGB(OI_PURPLE),
-	RGB(OI_SKY_BLUE), RGB(OI_VERMILLION), RGB(OI_YELLOW), RGB(0x7F7F7F),
+	RGB(OI_SKY_BLUE), RGB(OI_VERMILLION), RGB(0x332288),  RGB(0x882255),
+	RGB(0x44AA99),    RGB(0x999933),      RGB(OI_YELLOW), RGB(0x7F7F7F),
 };
 
 /* Phases avoid the anatomy's own colours (blue, sky blue, vermillion). */

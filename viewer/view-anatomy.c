@@ -27,7 +27,8 @@ struct part {
 struct anatomy {
 	struct part part[MAX_PARTS];
 	size_t n;
-	uint64_t at, total, used, reserved, allocated;
+	uint64_t at, total, used, reserved, allocated, context;
+	unsigned layer;
 	bool sampled;
 };
 
@@ -99,6 +100,8 @@ static int measure(struct anatomy *a, const struct vw_trace *t, char *err, size_
 	}
 	if (a->sampled && a->used > a->reserved)
 		context = a->used - a->reserved;
+	a->context = context;
+	a->layer = t->layer;
 	add(a, "CUDA context and libraries", context, vw_role_color(VW_ROLE_CONTEXT));
 	tensors(a, t);
 	add(a, "fragmentation (free space in segments with live blocks)", frag,
@@ -177,6 +180,27 @@ static double table(const struct vw_canvas *c, const struct anatomy *a, double x
 		vw_text(c, x + f * 9.5, y + row / 2, 0.95, false, VW_LEFT, VW_MIDDLE, line);
 		y += row;
 	}
+	if (in_use) {
+		uint64_t held = a->reserved > a->allocated ? a->reserved - a->allocated : 0;
+		char use[32];
+		int len;
+
+		mt_size_format(in_use, use, sizeof(use));
+		len = snprintf(line, sizeof(line), "Of the %s in use, %.1f%% are live %s", use,
+		               100.0 * (double)a->allocated / (double)in_use,
+		               a->layer == MT_LAYER_REQUEST ? "tensors" : "allocations");
+		if (a->context)
+			len += snprintf(line + len, sizeof(line) - (size_t)len,
+			                ", %.1f%% the CUDA context and libraries",
+			                100.0 * (double)a->context / (double)in_use);
+		if (held)
+			snprintf(line + len, sizeof(line) - (size_t)len,
+			         ", %.1f%% allocator memory with no live tensor in it",
+			         100.0 * (double)held / (double)in_use);
+		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
+		vw_text(c, x, y + row * 0.9, 1.05, false, VW_LEFT, VW_MIDDLE, line);
+		y += row * 1.6;
+	}
 	if (a->sampled && a->used < a->reserved) {
 		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
 		vw_text(c, x, y + row / 2, 0.85, false, VW_LEFT, VW_MIDDLE,
@@ -195,7 +219,8 @@ static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
 	uint64_t in_use = a->sampled && a->used > a->reserved ? a->used : a->reserved;
 	uint64_t total = a->total > in_use ? a->total : in_use;
 	bool zoom = height > f * 24 && (double)in_use < 0.6 * (double)total;
-	struct vw_rect bar = { x0, round(y + f * 1.9), w, round(f * 2.2) };
+	struct vw_rect bar = { x0, round(y + f * 1.9), w,
+		               round(fmin(fmax(height * 0.08, f * 1.8), f * 3.2)) };
 	char head[256], sz[32], sz2[32];
 	double ty, iw = (double)in_use / (double)total * w;
 
@@ -209,7 +234,8 @@ static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
 	draw_parts(c, a, bar, (double)total);
 	ty = bar_axis(c, bar, (double)total);
 	if (zoom) {
-		struct vw_rect big = { x0, round(ty + f * 2.6), w, round(f * 3.6) };
+		struct vw_rect big = { x0, round(ty + f * 2.6), w,
+			               round(fmin(fmax(height * 0.14, f * 3), f * 6)) };
 
 		/* lines from the used part of the device to its magnification */
 		cairo_save(c->cr);
