@@ -175,29 +175,41 @@ void vw_columns_steps(const struct vw_columns *c, const struct vw_point *p, size
 
 void vw_columns_busy(const struct vw_columns *c, const struct vw_span *s, size_t n, double *out)
 {
-	double width = (double)(c->to - c->from) / (double)c->n;
+	double width = (double)(c->to - c->from) / (double)c->n, covering = 0;
+	/* whole columns a span covers, as a difference array: O(spans + columns) */
+	double *whole = calloc(c->n + 1, sizeof(*whole));
 	size_t i, x;
 
 	memset(out, 0, c->n * sizeof(*out));
 	for (i = 0; i < n; i++) {
 		uint64_t a = s[i].start > c->from ? s[i].start : c->from;
 		uint64_t b = s[i].end < c->to ? s[i].end : c->to;
+		size_t xa, xb;
 
 		if (a >= b)
 			continue;
-		for (x = vw_column_of(c, a); x < c->n; x++) {
-			uint64_t cs = vw_column_start(c, x), ce = vw_column_start(c, x + 1);
-			uint64_t lo = a > cs ? a : cs, hi = b < ce ? b : ce;
-
-			if (cs >= b)
-				break;
-			if (hi > lo)
-				out[x] += (double)(hi - lo);
+		xa = vw_column_of(c, a);
+		xb = vw_column_of(c, b - 1);
+		if (xa == xb) {
+			out[xa] += (double)(b - a);
+			continue;
+		}
+		out[xa] += (double)(vw_column_start(c, xa + 1) - a);
+		out[xb] += (double)(b - vw_column_start(c, xb));
+		if (whole && xb > xa + 1) {
+			whole[xa + 1] += 1;
+			whole[xb] -= 1;
 		}
 	}
 	for (x = 0; x < c->n; x++) {
+		if (whole) {
+			covering += whole[x];
+			out[x] += covering *
+			          (double)(vw_column_start(c, x + 1) - vw_column_start(c, x));
+		}
 		out[x] /= width;
 		if (out[x] > 1)
 			out[x] = 1;
 	}
+	free(whole);
 }

@@ -199,11 +199,12 @@ static int default_specs(const struct mt_replay_record *recs, size_t nrec, uint3
 		if (j == m && !(out[m++] = strdup(spec)))
 			goto oom;
 	}
-	for (i = 0; m == 0 && all && all[i] && i < 64; i++)
-		if (!(out[i] = strdup(all[i]->name)))
-			goto oom;
-	if (m == 0)
+	if (m == 0) { /* nothing saved: every policy */
+		for (i = 0; all && all[i] && i < 64; i++)
+			if (!(out[i] = strdup(all[i]->name)))
+				goto oom;
 		m = i;
+	}
 	*specs = out;
 	*n = m;
 	return 0;

@@ -51,17 +51,19 @@ int mt_image_format_from_path(const char *path, enum mt_image_format *format)
 	return 0;
 }
 
-int vw_window(const struct vw_trace *t, const struct mt_render_options *o, uint64_t *from,
-              uint64_t *to, char *err, size_t errlen)
+int vw_window(const struct vw_trace *t, const struct mt_render_options *o, double width,
+              struct vw_columns *cols, char *err, size_t errlen)
 {
 	uint64_t end = t->t1 + 1;
 
-	*from = t->t0 + o->from;
-	*to = o->to ? t->t0 + o->to : end;
-	if (*to > end && !o->to)
-		*to = end;
-	if (*from >= *to || *from >= end)
+	cols->from = t->t0 + o->from;
+	cols->to = o->to ? t->t0 + o->to : end;
+	if (cols->from >= cols->to || cols->from >= end)
 		return vw_fail(err, errlen, -EINVAL, "the window --from/--to holds nothing");
+	cols->n = width >= 1 ? (size_t)width : 1;
+	/* at least a nanosecond a column */
+	if (cols->to - cols->from < cols->n)
+		cols->to = cols->from + cols->n;
 	return 0;
 }
 

@@ -300,6 +300,10 @@ int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, st
 	rc = mt_policy_create(&p, spec, b, err, errlen);
 	if (rc < 0)
 		goto out;
+	if (!p->ops->walk || (p->ops->flags & MT_POLICY_OFFLINE && !p->ops->plan)) {
+		rc = vw_fail(err, errlen, -ENOTSUP, "policy %s cannot list its segments", spec);
+		goto out;
+	}
 	if (p->ops->flags & MT_POLICY_OFFLINE) {
 		rc = plan(p, t, request_index);
 		if (rc < 0) {

@@ -105,12 +105,9 @@ static int draw_lines(const struct vw_canvas *c, struct vw_rect area, const stru
 	plot.y =
 	        round(area.y + vw_legend(c, plot.x, area.y, plot.w, items, m + 1, false) + f * 0.8);
 	plot.h = area.y + area.h - plot.y - f * 3.2;
-	rc = vw_window(t, o, &cols.from, &cols.to, err, errlen);
+	rc = vw_window(t, o, plot.w, &cols, err, errlen);
 	if (rc < 0)
 		return rc;
-	cols.n = (size_t)plot.w;
-	if (cols.to - cols.from < cols.n)
-		cols.to = cols.from + cols.n;
 	for (i = 0; i <= m; i++)
 		if (!(v[i] = malloc(cols.n * sizeof(double)))) {
 			rc = vw_fail(err, errlen, -ENOMEM, "out of memory");

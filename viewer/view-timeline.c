@@ -307,12 +307,9 @@ static int draw(struct timeline *tl, const struct mt_render_options *o, char *er
 	/* the legend's height depends on the lines, which need the columns,
 	 * which need the plot width: the width does not depend on the legend */
 	tl->plot.w = c->width - round(c->font * 6.2) - round(c->font * 1.5);
-	rc = vw_window(&tl->t, o, &tl->cols.from, &tl->cols.to, err, errlen);
+	rc = vw_window(&tl->t, o, tl->plot.w, &tl->cols, err, errlen);
 	if (rc < 0)
 		return rc;
-	tl->cols.n = (size_t)tl->plot.w;
-	if (tl->cols.to - tl->cols.from < tl->cols.n)
-		tl->cols.to = tl->cols.from + tl->cols.n;
 	if (vw_stack_build(&tl->stack, &tl->cols, tl->t.req, tl->t.nreq, MAX_BANDS) < 0)
 		return vw_fail(err, errlen, -ENOMEM, "out of memory");
 	rc = gather_lines(tl, o, err, errlen);

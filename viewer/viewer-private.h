@@ -362,8 +362,9 @@ int vw_view_policies(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                     char *err, size_t errlen);
 
-/* Absolute window for the options on a loaded trace; -EINVAL if empty. */
-int vw_window(const struct vw_trace *t, const struct mt_render_options *o, uint64_t *from,
-              uint64_t *to, char *err, size_t errlen);
+/* The columns of a plot width pixels wide over the options' window
+ * (--from/--to) on a loaded trace; -EINVAL if the window is empty. */
+int vw_window(const struct vw_trace *t, const struct mt_render_options *o, double width,
+              struct vw_columns *cols, char *err, size_t errlen);
 
 #endif
