@@ -5,16 +5,18 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "viewer-private.h"
 
-/* LSD radix sort by t, 16 bits a pass, as many passes as the range needs. */
-static int radix_sort(struct vw_delta *d, size_t m)
+/* LSD radix sort by t, 16 bits a pass, as many passes as the range needs;
+ * tmp has room for m deltas. */
+static int radix_sort(struct vw_delta *d, size_t m, struct vw_delta *tmp)
 {
-	struct vw_delta *tmp, *src = d, *dst;
+	struct vw_delta *src = d, *dst = tmp, *swap;
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
 	size_t *count, i;
 	unsigned shift;
@@ -29,14 +31,9 @@ static int radix_sort(struct vw_delta *d, size_t m)
 			hi = d[i].t;
 	}
 	range = (uint64_t)hi - (uint64_t)lo;
-	tmp = malloc(m * sizeof(*tmp));
 	count = malloc(65536 * sizeof(*count));
-	if (!tmp || !count) {
-		free(tmp);
-		free(count);
+	if (!count)
 		return -ENOMEM;
-	}
-	dst = tmp;
 	for (shift = 0; shift < 64 && (range >> shift) != 0; shift += 16) {
 		size_t sum = 0;
 
@@ -51,38 +48,58 @@ static int radix_sort(struct vw_delta *d, size_t m)
 		for (i = 0; i < m; i++)
 			dst[count[((uint64_t)src[i].t - (uint64_t)lo) >> shift & 0xffff]++] =
 			        src[i];
-		struct vw_delta *swap = src;
+		swap = src;
 		src = dst;
 		dst = swap;
 	}
 	if (src != d)
 		memcpy(d, src, m * sizeof(*d));
-	free(tmp);
 	free(count);
 	return 0;
+}
+
+static bool sorted(const struct vw_delta *d, size_t n)
+{
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		if (d[i].t < d[i - 1].t)
+			return false;
+	return true;
 }
 
 int vw_deltas(const struct mt_lifetime *l, size_t n, uint64_t base, struct vw_delta **out,
               size_t *m)
 {
+	/* Starts come in allocation order, so usually sorted already: only
+	 * the ends are sorted, then merged. Memory: d holds the starts in its
+	 * upper half (its lower half is the sort's scratch), e the ends; the
+	 * merge writes d from the front, never past the next start it reads. */
 	struct vw_delta *d = malloc((2 * n + 1) * sizeof(*d));
-	size_t i, k = 0;
+	struct vw_delta *e = malloc((n + 1) * sizeof(*e)), *s = d ? d + n : NULL;
+	size_t i, j, ns = 0, ne = 0, k = 0;
+	int rc = -ENOMEM;
 
-	if (!d)
-		return -ENOMEM;
+	if (!d || !e)
+		goto out;
 	for (i = 0; i < n; i++) {
 		if (!l[i].bytes)
 			continue;
-		d[k].t = (int64_t)(l[i].start - base);
-		d[k++].bytes = (int64_t)l[i].bytes;
-		if (l[i].end != UINT64_MAX) {
-			d[k].t = (int64_t)(l[i].end - base);
-			d[k++].bytes = -(int64_t)l[i].bytes;
-		}
+		s[ns++] = (struct vw_delta){ (int64_t)(l[i].start - base), (int64_t)l[i].bytes };
+		if (l[i].end != UINT64_MAX)
+			e[ne++] = (struct vw_delta){ (int64_t)(l[i].end - base),
+				                     -(int64_t)l[i].bytes };
 	}
-	if (radix_sort(d, k) < 0) {
+	if ((!sorted(s, ns) && radix_sort(s, ns, d) < 0) || radix_sort(e, ne, d) < 0)
+		goto out;
+	for (i = 0, j = 0; i < ns || j < ne;)
+		d[k++] = j == ne || (i < ns && s[i].t <= e[j].t) ? s[i++] : e[j++];
+	rc = 0;
+out:
+	free(e);
+	if (rc < 0) {
 		free(d);
-		return -ENOMEM;
+		return rc;
 	}
 	*out = d;
 	*m = k;

@@ -191,8 +191,33 @@ static void ticks(void)
 	CHECK(a.nticks >= 3 && !strcmp(a.label[1], "10 ms"));
 }
 
+/* Per-column aggregation on four columns of 100 ns. */
+static void columns(void)
+{
+	const struct vw_columns c = { .n = 4, .from = 1000, .to = 1400 };
+	const struct vw_span spans[] = { { 1050, 1150 }, { 1100, 1400 }, { 900, 1010 } };
+	const struct vw_point points[] = { { 1000, 10 }, { 1150, 30 }, { 1160, 5 } };
+	const struct mt_lifetime l[] = {
+		{ .start = 900, .end = 1120, .bytes = 7 },
+		{ .start = 1110, .end = 1110 + 5, .bytes = 100 },
+		{ .start = 1300, .end = UINT64_MAX, .bytes = 1 },
+	};
+	double v[4];
+
+	vw_columns_busy(&c, spans, 3, v);
+	/* column 0: 50 + 10 ns; 1: 50 + 100 (capped at 1); 2, 3: whole */
+	CHECK(fabs(v[0] - 0.6) < 1e-9);
+	CHECK(v[1] == 1 && v[2] == 1 && v[3] == 1);
+	vw_columns_steps(&c, points, 3, v);
+	CHECK(v[0] == 10 && v[1] == 30 && v[2] == 5 && v[3] == 5);
+	CHECK(vw_columns_live_max(&c, l, 3, v) == 0);
+	/* 7 live from before the window; 107 for 5 ns in column 1 */
+	CHECK(v[0] == 7 && v[1] == 107 && v[2] == 0 && v[3] == 1);
+}
+
 int main(void)
 {
+	columns();
 	band_areas();
 	segment_map();
 	specs();
