@@ -230,3 +230,14 @@ void vw_columns_busy(const struct vw_columns *c, const struct vw_span *s, size_t
 	}
 	free(whole);
 }
+
+double vw_columns_max(const double *v, size_t n)
+{
+	double m = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!isnan(v[i]) && v[i] > m)
+			m = v[i];
+	return m;
+}

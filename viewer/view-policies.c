@@ -92,7 +92,7 @@ static int draw_lines(const struct vw_canvas *c, struct vw_rect area, const stru
 	struct vw_columns cols;
 	struct vw_rect plot;
 	struct vw_axis x, y;
-	size_t i, k, m = n < MAX_SERIES ? n : MAX_SERIES;
+	size_t i, m = n < MAX_SERIES ? n : MAX_SERIES;
 	int rc;
 
 	for (i = 0; i < m; i++)
@@ -120,9 +120,7 @@ static int draw_lines(const struct vw_canvas *c, struct vw_rect area, const stru
 		goto out;
 	}
 	for (i = 0; i <= m; i++)
-		for (k = 0; k < cols.n; k++)
-			if (!isnan(v[i][k]))
-				ymax = fmax(ymax, v[i][k]);
+		ymax = fmax(ymax, vw_columns_max(v[i], cols.n));
 	vw_axis_bytes(&y, ymax * 1.04, (unsigned)(plot.h / (f * 3.2)) + 1, plot.y + plot.h, plot.y);
 	vw_axis_time(&x, (double)(cols.from - t->t0), (double)(cols.to - cols.from),
 	             (unsigned)(plot.w / (f * 7)) + 1, plot.x, plot.x + plot.w);

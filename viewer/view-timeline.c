@@ -41,17 +41,6 @@ struct timeline {
 	double lane_h;
 };
 
-static double column_max(const double *v, size_t n)
-{
-	double m = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!isnan(v[i]) && v[i] > m)
-			m = v[i];
-	return m;
-}
-
 static struct line *add_line(struct timeline *tl, enum vw_swatch swatch, struct vw_rgb color)
 {
 	struct line *l;
@@ -321,7 +310,7 @@ static int draw(struct timeline *tl, const struct mt_render_options *o, char *er
 
 	ymax = tl->stack.peak;
 	for (i = 0; i < tl->nlines; i++)
-		ymax = fmax(ymax, column_max(tl->lines[i].v, tl->cols.n));
+		ymax = fmax(ymax, vw_columns_max(tl->lines[i].v, tl->cols.n));
 	vw_axis_bytes(&tl->y, ymax * 1.04, (unsigned)(tl->plot.h / (c->font * 3.2)) + 1,
 	              tl->plot.y + tl->plot.h, tl->plot.y);
 	vw_axis_time(

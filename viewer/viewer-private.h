@@ -262,6 +262,8 @@ int vw_columns_live_max(const struct vw_columns *c, const struct mt_lifetime *l,
 /* Step function through points (value holds until the next point): per
  * column the largest value in force; NAN before the first point. */
 void vw_columns_steps(const struct vw_columns *c, const struct vw_point *p, size_t n, double *out);
+/* The largest of n column values (NAN skipped), 0 if none. */
+double vw_columns_max(const double *v, size_t n);
 /* Fraction of each column covered by spans (summed, at most 1). */
 void vw_columns_busy(const struct vw_columns *c, const struct vw_span *s, size_t n, double *out);
 
