@@ -100,20 +100,27 @@ static int gather_lines(struct timeline *tl, const struct mt_render_options *o, 
 	return 0;
 }
 
-static void layout(struct timeline *tl, double top, double legend_h)
+/* The plot's columns: its left and width (the y axis labels go left of it). */
+static void layout_x(struct timeline *tl)
+{
+	double f = tl->c->font;
+
+	tl->plot.x = round(f * 6.2);
+	tl->plot.w = tl->c->width - tl->plot.x - round(f * 1.5);
+}
+
+/* The plot's rows, below the title and legend, above the lanes and axis. */
+static void layout_y(struct timeline *tl, double top, double legend_h)
 {
 	struct vw_canvas *c = tl->c;
-	double f = c->font, left = round(f * 6.2), right = round(f * 1.5);
-	double bottom = f * 4.6;
+	double f = c->font, bottom = f * 4.6;
 
 	tl->lane_h = round(f * 1.15);
 	if (tl->t.nranges)
 		bottom += tl->lane_h + f * 0.3;
 	if (tl->t.nkernels)
 		bottom += tl->lane_h + f * 0.3;
-	tl->plot.x = left;
 	tl->plot.y = round(top + legend_h + f * 1.6);
-	tl->plot.w = c->width - left - right;
 	tl->plot.h = round(c->height - tl->plot.y - bottom);
 	tl->lanes_y = tl->plot.y + tl->plot.h + f * 0.3;
 }
@@ -295,7 +302,7 @@ static int draw(struct timeline *tl, const struct mt_render_options *o, char *er
 	top = vw_title(c, "Memory timeline", subtitle);
 	/* the legend's height depends on the lines, which need the columns,
 	 * which need the plot width: the width does not depend on the legend */
-	tl->plot.w = c->width - round(c->font * 6.2) - round(c->font * 1.5);
+	layout_x(tl);
 	rc = vw_window(&tl->t, o, tl->plot.w, &tl->cols, err, errlen);
 	if (rc < 0)
 		return rc;
@@ -306,7 +313,7 @@ static int draw(struct timeline *tl, const struct mt_render_options *o, char *er
 		return rc;
 	vw_phases_collect(&tl->t, &tl->phases);
 	legend(tl, top, false, &legend_h);
-	layout(tl, top, legend_h);
+	layout_y(tl, top, legend_h);
 
 	ymax = tl->stack.peak;
 	for (i = 0; i < tl->nlines; i++)
