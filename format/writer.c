@@ -190,6 +190,8 @@ int mt_writer_open(struct mt_writer *w, const char *path, unsigned flags)
 			err = mt_message(w->message, -EBADMSG, "%s is not a memtrace trace (%s)",
 			                 path, sqlite3_errmsg(w->db));
 	}
+	if (err == 0)
+		w->message[0] = '\0'; /* the check of a new, empty file left one */
 	if (err < 0) {
 		for (int s = 0; s < ST_COUNT; s++) {
 			sqlite3_finalize(w->st[s]);
