@@ -205,10 +205,12 @@ int mt_writer_open(struct mt_writer *w, const char *path, unsigned flags)
 	return err;
 }
 
+/* Starts a call: the message is "" unless this call fails. */
 static int check_open(struct mt_writer *w)
 {
 	if (!w)
 		return -EINVAL;
+	w->message[0] = '\0';
 	if (!w->db)
 		return mt_message(w->message, -EINVAL, "the writer is not open");
 	return 0;
