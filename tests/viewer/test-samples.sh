@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Every view renders every sample trace (samples/traces/*.db) as PNG, SVG
+# and PDF. Skips (77) when this build's reader cannot read a sample at all
+# (that is the trace format's business, reported by `memtrace info`).
+set -u
+M=${MEMTRACE:?MEMTRACE is not set}
+root=${MT_SOURCE_ROOT:?MT_SOURCE_ROOT is not set}
+dir=$(mktemp -d /tmp/mt-render-samples-XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+shopt -s nullglob
+traces=("$root"/samples/traces/*.db)
+if [ ${#traces[@]} = 0 ]; then
+    echo "no sample traces" >&2
+    exit 77
+fi
+for t in "${traces[@]}"; do
+    if ! "$M" info "$t" >/dev/null 2>"$dir/err"; then
+        echo "skip: $(cat "$dir/err")" >&2
+        exit 77
+    fi
+done
+fail=0
+for t in "${traces[@]}"; do
+    b=$(basename "$t" .db)
+    for view in timeline segments policies anatomy; do
+        # three policies keep it short; the policies view draws them all alike
+        extra=()
+        [ "$view" = policies ] && extra=(--policy caching,expandable,bestfit)
+        for ext in png svg pdf; do
+            if ! "$M" render "$t" "$dir/$b-$view.$ext" --view "$view" "${extra[@]}" 2>"$dir/err" \
+                || [ ! -s "$dir/$b-$view.$ext" ]; then
+                echo "FAIL: $b $view $ext: $(cat "$dir/err")" >&2
+                fail=1
+            fi
+        done
+    done
+done
+exit $fail
