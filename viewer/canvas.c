@@ -210,8 +210,10 @@ void vw_fit_text(const struct vw_canvas *c, double size, const char *text, doubl
 {
 	size_t len = strlen(text), keep;
 
+	/* half a pixel of slack: cairo measures the same text a hair apart
+	 * from one call to the next */
 	snprintf(out, outlen, "%s", text);
-	if (vw_text_width(c, size, false, out) <= width)
+	if (vw_text_width(c, size, false, out) <= width + 0.5)
 		return;
 	/* drop characters from the middle until it fits */
 	for (keep = len < outlen ? len : outlen - 1; keep > 2; keep--) {
@@ -223,7 +225,7 @@ void vw_fit_text(const struct vw_canvas *c, double size, const char *text, doubl
 		while (tail > 0 && (text[len - tail] & 0xC0) == 0x80)
 			tail--;
 		snprintf(out, outlen, "%.*s\u2026%s", (int)head, text, text + len - tail);
-		if (vw_text_width(c, size, false, out) <= width)
+		if (vw_text_width(c, size, false, out) <= width + 0.5)
 			return;
 	}
 	snprintf(out, outlen, "\u2026");
