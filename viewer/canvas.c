@@ -27,17 +27,32 @@ int vw_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 }
 
 /* Grey antialiasing and no hinting: the same glyph shapes at every size
- * and on every machine with the same font file. */
-static void set_font(cairo_t *cr)
+ * and on every machine with the same font file. The two faces are made
+ * once per picture (selecting a toy face on every call leaves fontconfig
+ * patterns behind). */
+static void set_font(struct vw_canvas *c)
 {
 	cairo_font_options_t *fo = cairo_font_options_create();
 
 	cairo_font_options_set_antialias(fo, CAIRO_ANTIALIAS_GRAY);
 	cairo_font_options_set_hint_style(fo, CAIRO_HINT_STYLE_NONE);
 	cairo_font_options_set_hint_metrics(fo, CAIRO_HINT_METRICS_OFF);
-	cairo_set_font_options(cr, fo);
+	cairo_set_font_options(c->cr, fo);
 	cairo_font_options_destroy(fo);
-	cairo_select_font_face(cr, FONT_FAMILY, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+	c->face[0] = cairo_toy_font_face_create(FONT_FAMILY, CAIRO_FONT_SLANT_NORMAL,
+	                                        CAIRO_FONT_WEIGHT_NORMAL);
+	c->face[1] = cairo_toy_font_face_create(FONT_FAMILY, CAIRO_FONT_SLANT_NORMAL,
+	                                        CAIRO_FONT_WEIGHT_BOLD);
+	cairo_set_font_face(c->cr, c->face[0]);
+}
+
+static void release_faces(struct vw_canvas *c)
+{
+	if (c->face[0])
+		cairo_font_face_destroy(c->face[0]);
+	if (c->face[1])
+		cairo_font_face_destroy(c->face[1]);
+	c->face[0] = c->face[1] = NULL;
 }
 
 int vw_canvas_open(struct vw_canvas *c, enum mt_image_format format, const char *path,
@@ -78,7 +93,7 @@ int vw_canvas_open(struct vw_canvas *c, enum mt_image_format format, const char 
 		               "cannot write %s: %s", path, cairo_status_to_string(st));
 	}
 	c->cr = cairo_create(c->surface);
-	set_font(c->cr);
+	set_font(c);
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_BACKGROUND));
 	cairo_paint(c->cr);
 	return 0;
@@ -90,6 +105,7 @@ int vw_canvas_close(struct vw_canvas *c, const char *path, char *err, size_t err
 
 	cairo_destroy(c->cr);
 	c->cr = NULL;
+	release_faces(c);
 	if (st == CAIRO_STATUS_SUCCESS && c->format == MT_IMAGE_PNG)
 		st = cairo_surface_write_to_png(c->surface, path);
 	cairo_surface_finish(c->surface);
@@ -109,14 +125,14 @@ void vw_canvas_discard(struct vw_canvas *c)
 		cairo_destroy(c->cr);
 	if (c->surface)
 		cairo_surface_destroy(c->surface);
+	release_faces(c);
 	c->cr = NULL;
 	c->surface = NULL;
 }
 
 static void use_font(const struct vw_canvas *c, double size, bool bold)
 {
-	cairo_select_font_face(c->cr, FONT_FAMILY, CAIRO_FONT_SLANT_NORMAL,
-	                       bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+	cairo_set_font_face(c->cr, c->face[bold]);
 	cairo_set_font_size(c->cr, c->font * size);
 }
 

@@ -69,7 +69,8 @@ struct vw_canvas {
 	cairo_t *cr;
 	enum mt_image_format format;
 	double width, height;
-	double font; /* base font size, scaled with the picture */
+	double font;                /* base font size, scaled with the picture */
+	cairo_font_face_t *face[2]; /* DejaVu Sans, regular and bold */
 };
 
 /* Creates the output surface and a context with a white background and

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <fontconfig/fontconfig.h>
+
 #include "memtrace-format.h"
 #include "viewer-test.h"
 
@@ -249,6 +251,10 @@ const char *vt_path(unsigned slot, const char *name)
 void vt_cleanup(void)
 {
 	char cmd[128];
+
+	/* cairo's and fontconfig's caches, so that leak checkers see only ours */
+	cairo_debug_reset_static_data();
+	FcFini();
 
 	if (!tmpdir[0])
 		return;
