@@ -66,15 +66,14 @@ static int by_start(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static int choose_bands(struct vw_stack *s, const struct mt_lifetime *l, size_t n, size_t max_bands)
+/* w: room for n weights (the caller's scratch memory). */
+static int choose_bands(struct vw_stack *s, const struct mt_lifetime *l, size_t n, size_t max_bands,
+                        struct weighted *w)
 {
 	uint64_t from = s->cols.from, to = s->cols.to;
-	struct weighted *w = malloc((n ? n : 1) * sizeof(*w));
 	struct keyed *key;
 	size_t i, m = 0;
 
-	if (!w)
-		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		uint64_t a = l[i].start > from ? l[i].start : from;
 		uint64_t b = l[i].end < to ? l[i].end : to;
@@ -89,21 +88,16 @@ static int choose_bands(struct vw_stack *s, const struct mt_lifetime *l, size_t 
 	s->nbands = m < max_bands ? m : max_bands;
 	s->merged = m - s->nbands;
 	s->band = malloc((s->nbands ? s->nbands : 1) * sizeof(*s->band));
-	if (!s->band) {
-		free(w);
-		return -ENOMEM;
-	}
 	/* stacking order: allocation order */
 	key = malloc((s->nbands ? s->nbands : 1) * sizeof(*key));
-	if (!key) {
-		free(w);
+	if (!s->band || !key) {
+		free(key);
 		return -ENOMEM;
 	}
 	for (i = 0; i < s->nbands; i++) {
 		key[i].idx = w[i].idx;
 		key[i].start = l[w[i].idx].start;
 	}
-	free(w);
 	qsort(key, s->nbands, sizeof(*key), by_start);
 	for (i = 0; i < s->nbands; i++)
 		s->band[i] = key[i].idx;
@@ -124,17 +118,22 @@ int vw_stack_build(struct vw_stack *s, const struct vw_columns *c, const struct 
 	if (!s->total || !s->instant || vw_deltas(l, n, c->from, &d, &m) < 0)
 		goto oom;
 	vw_columns_sweep(c, d, m, s->total, s->instant);
-	free(d);
 	for (x = 0; x < c->n; x++)
 		if (s->total[x] > s->peak) {
 			s->peak = s->total[x];
 			s->peak_column = x;
 		}
 	s->peak_ts = c->from + (uint64_t)((s->instant[s->peak_column] + 1) / 2);
-	if (choose_bands(s, l, n, max_bands) < 0)
+	/* the deltas' memory (2n + 1 of them, already paged in) holds the
+	 * n weights */
+	_Static_assert(sizeof(struct weighted) <= sizeof(struct vw_delta),
+	               "weights fit the deltas");
+	if (choose_bands(s, l, n, max_bands, (struct weighted *)d) < 0)
 		goto oom;
+	free(d);
 	return 0;
 oom:
+	free(d);
 	vw_stack_release(s);
 	return -ENOMEM;
 }
