@@ -216,19 +216,25 @@ const char *mt_api_name(unsigned api);
 /* Codec ids stored in the chunks table. */
 #define MT_CODEC_COLUMNS_ZSTD 1
 
-/* Encodes n events, all of the given kind, into one compressed blob.
- * Events need not be sorted; the fields process and device are not stored
- * (they belong to the chunk row) and seq is stored. *blob is malloc'd and
- * owned by the caller. Returns 0 or a negative errno (-EINVAL if an event's
- * kind differs, -ENOMEM). */
+/* Most events one chunk may hold (the decoder refuses more, which bounds
+ * the memory a blob can make it allocate). */
+#define MT_CHUNK_MAX_EVENTS (1u << 20)
+
+/* Encodes n events (n <= MT_CHUNK_MAX_EVENTS), all of the given kind, into
+ * one compressed blob. Events need not be sorted (the blob holds them in
+ * (ts, seq) order); the fields process and device are not stored (they
+ * belong to the chunk row) and seq is stored. *blob is malloc'd and owned
+ * by the caller. Returns 0 or a negative errno (-EINVAL if an event's kind
+ * differs or n is too large, -ENOMEM). */
 int mt_chunk_encode(unsigned kind, const struct mt_event *events, size_t n,
 		    void **blob, size_t *blob_len);
 
 /* Decodes a blob written by mt_chunk_encode. `expected` is the event count
  * the chunk row claims; a blob that decodes to another count, is truncated,
- * has trailing bytes or fails decompression returns -EBADMSG. Decoded events
- * get process and device as given. *events is malloc'd and owned by the
- * caller. Never reads outside blob[0, blob_len), for any input. */
+ * has trailing bytes or fails decompression or its checksum returns
+ * -EBADMSG. Decoded events come in (ts, seq) order and get process and
+ * device as given. *events is malloc'd and owned by the caller (NULL when
+ * *n is 0). Never reads outside blob[0, blob_len), for any input. */
 int mt_chunk_decode(unsigned kind, const void *blob, size_t blob_len,
 		    size_t expected, uint32_t process, uint32_t device,
 		    struct mt_event **events, size_t *n);

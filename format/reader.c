@@ -1,1 +1,479 @@
 #include "config.h"
+
+/* reader.c — opens a trace read-only and answers everything that needs no
+ * event decoding: meta, processes, devices, strings, per-kind statistics
+ * from the chunk index and saved replays.
+ *
+ * Opening (FORMAT.md "Reading"): a WAL database opened read-only needs its
+ * -shm file. The reader first opens with SQLITE_OPEN_READONLY (works when
+ * the -shm exists or can be created); failing that, read-write without
+ * creating (SQLite then rebuilds the -shm from the -wal of a writer that was
+ * killed; the reader never writes and never checkpoints on close); failing
+ * that (a read-only folder), with immutable=1, which reads the main file
+ * only and so misses chunks still in a -wal.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader-private.h"
+
+enum open_mode {
+	OPEN_READONLY,
+	OPEN_NO_CREATE,
+	OPEN_IMMUTABLE,
+};
+
+struct mt_reader *mt_reader_new(void)
+{
+	return calloc(1, sizeof(struct mt_reader));
+}
+
+int mt_reader_sql_fail(struct mt_reader *r, int rc, const char *what)
+{
+	int err = mt_sqlite_errno(rc);
+	if (err == -ENOENT)
+		err = -EIO;
+	return mt_message(r->message, err, "%s: %s: %s", r->path, what, sqlite3_errmsg(r->db));
+}
+
+static char *dup_column(sqlite3_stmt *st, int col)
+{
+	const char *s = (const char *)sqlite3_column_text(st, col);
+	return strdup(s ? s : "");
+}
+
+/* "file:PATH?immutable=1" with PATH percent-encoded. */
+static char *immutable_uri(const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *uri = malloc(strlen(path) * 3 + 32), *p = uri;
+	if (!uri)
+		return NULL;
+	p += sprintf(p, "file:");
+	for (const unsigned char *s = (const unsigned char *)path; *s; s++) {
+		if (*s == '?' || *s == '#' || *s == '%' || *s < 0x21 || *s >= 0x7f) {
+			*p++ = '%';
+			*p++ = hex[*s >> 4];
+			*p++ = hex[*s & 15];
+		} else {
+			*p++ = (char)*s;
+		}
+	}
+	strcpy(p, "?immutable=1");
+	return uri;
+}
+
+static int open_db(struct mt_reader *r, enum open_mode mode)
+{
+	int rc;
+	if (mode == OPEN_IMMUTABLE) {
+		char *uri = immutable_uri(r->path);
+		if (!uri)
+			return mt_message(r->message, -ENOMEM, "out of memory");
+		rc = sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+		free(uri);
+	} else {
+		int flags = mode == OPEN_READONLY ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+		rc = sqlite3_open_v2(r->path, &r->db, flags, NULL);
+	}
+	if (rc != SQLITE_OK) {
+		int err = mt_message(r->message, -EIO, "%s: %s", r->path,
+		                     r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
+		sqlite3_close(r->db);
+		r->db = NULL;
+		return err;
+	}
+	sqlite3_busy_timeout(r->db, MT_BUSY_TIMEOUT_MS);
+	sqlite3_db_config(r->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	int empty;
+	int err = mt_schema_check(r->db, r->path, &empty, r->message);
+	if (err == 0) {
+		rc = sqlite3_prepare_v2(r->db, "SELECT blob FROM chunks WHERE id = ?", -1,
+		                        &r->blob_stmt, NULL);
+		if (rc != SQLITE_OK)
+			err = mt_message(r->message, -EBADMSG, "%s is not a memtrace trace (%s)",
+			                 r->path, sqlite3_errmsg(r->db));
+	}
+	if (err < 0) {
+		sqlite3_close(r->db);
+		r->db = NULL;
+	}
+	return err;
+}
+
+static int load_meta(struct mt_reader *r)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(r->db, "SELECT key, value FROM meta ORDER BY key", -1, &st,
+	                            NULL);
+	while (mt_step_row(st, &rc)) {
+		char **m = realloc(r->meta, (r->n_meta + 2) * sizeof(*m));
+		if (!m) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		r->meta = m;
+		m[r->n_meta] = dup_column(st, 0);
+		m[r->n_meta + 1] = dup_column(st, 1);
+		r->n_meta += 2;
+		if (!m[r->n_meta - 2] || !m[r->n_meta - 1])
+			rc = SQLITE_NOMEM;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read meta");
+}
+
+static int load_processes(struct mt_reader *r)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(r->db,
+	                            "SELECT id, parent, pid, start_ns, command_line, hostname"
+	                            " FROM processes ORDER BY id",
+	                            -1, &st, NULL);
+	while (mt_step_row(st, &rc)) {
+		struct mt_process *p = realloc(r->processes, (r->n_processes + 1) * sizeof(*p));
+		if (!p) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		r->processes = p;
+		p += r->n_processes++;
+		*p = (struct mt_process){
+			.id = (uint32_t)sqlite3_column_int64(st, 0),
+			.parent = (uint32_t)sqlite3_column_int64(st, 1),
+			.pid = sqlite3_column_int64(st, 2),
+			.start_ns = mt_u64_from_sql(st, 3),
+			.command_line = dup_column(st, 4),
+			.hostname = dup_column(st, 5),
+		};
+		if (!p->command_line || !p->hostname)
+			rc = SQLITE_NOMEM;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read processes");
+}
+
+static int load_devices(struct mt_reader *r)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(r->db,
+	                            "SELECT id, ordinal, total_bytes, name, uuid, driver_version,"
+	                            " cuda_version FROM devices ORDER BY id",
+	                            -1, &st, NULL);
+	while (mt_step_row(st, &rc)) {
+		struct mt_device *d = realloc(r->devices, (r->n_devices + 1) * sizeof(*d));
+		if (!d) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		r->devices = d;
+		d += r->n_devices++;
+		*d = (struct mt_device){
+			.id = (uint32_t)sqlite3_column_int64(st, 0),
+			.ordinal = (uint32_t)sqlite3_column_int64(st, 1),
+			.total_bytes = mt_u64_from_sql(st, 2),
+			.name = dup_column(st, 3),
+			.uuid = dup_column(st, 4),
+			.driver_version = dup_column(st, 5),
+			.cuda_version = dup_column(st, 6),
+		};
+		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version)
+			rc = SQLITE_NOMEM;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read devices");
+}
+
+static void free_tables(struct mt_reader *r)
+{
+	for (size_t i = 0; i < r->n_meta; i++)
+		free(r->meta[i]);
+	free(r->meta);
+	r->meta = NULL;
+	r->n_meta = 0;
+	for (size_t i = 0; i < r->n_processes; i++) {
+		free((char *)r->processes[i].command_line);
+		free((char *)r->processes[i].hostname);
+	}
+	free(r->processes);
+	r->processes = NULL;
+	r->n_processes = 0;
+	for (size_t i = 0; i < r->n_devices; i++) {
+		free((char *)r->devices[i].name);
+		free((char *)r->devices[i].uuid);
+		free((char *)r->devices[i].driver_version);
+		free((char *)r->devices[i].cuda_version);
+	}
+	free(r->devices);
+	r->devices = NULL;
+	r->n_devices = 0;
+}
+
+int mt_reader_open(struct mt_reader *r, const char *path)
+{
+	if (!r || !path || r->db)
+		return -EINVAL;
+	r->message[0] = '\0';
+	r->path = strdup(path);
+	if (!r->path)
+		return -ENOMEM;
+	int err = mt_schema_check_file(path, r->message);
+	for (enum open_mode m = OPEN_READONLY; err == 0 && m <= OPEN_IMMUTABLE; m++) {
+		err = open_db(r, m);
+		if (err == 0 || err == -EBADMSG || err == -ENOTSUP || err == -ENOMEM)
+			break;
+		if (m < OPEN_IMMUTABLE)
+			err = 0;
+	}
+	if (err == 0)
+		err = load_meta(r);
+	if (err == 0)
+		err = load_processes(r);
+	if (err == 0)
+		err = load_devices(r);
+	if (err < 0) {
+		free_tables(r);
+		sqlite3_finalize(r->blob_stmt);
+		r->blob_stmt = NULL;
+		sqlite3_close(r->db);
+		r->db = NULL;
+		free(r->path);
+		r->path = NULL;
+	}
+	return err;
+}
+
+const char *mt_reader_message(const struct mt_reader *r)
+{
+	return r ? r->message : "";
+}
+
+static void free_replays(struct mt_reader *r)
+{
+	for (size_t i = 0; i < r->n_replays; i++) {
+		struct mt_replay_record *rec = &r->replays[i];
+		free((char *)rec->policy);
+		free((char *)rec->backend);
+		free((char *)rec->params);
+		free((char *)rec->result_json);
+		free((void *)rec->series);
+	}
+	free(r->replays);
+	r->replays = NULL;
+	r->n_replays = 0;
+}
+
+void mt_reader_free(struct mt_reader *r)
+{
+	if (!r)
+		return;
+	free_tables(r);
+	for (size_t i = 0; i < r->n_strings; i++)
+		free(r->strings[i].text);
+	free(r->strings);
+	free_replays(r);
+	sqlite3_finalize(r->blob_stmt);
+	sqlite3_close(r->db);
+	free(r->path);
+	free(r);
+}
+
+const char *mt_reader_meta(struct mt_reader *r, const char *key)
+{
+	for (size_t i = 0; r && key && i < r->n_meta; i += 2)
+		if (strcmp(r->meta[i], key) == 0)
+			return r->meta[i + 1];
+	return NULL;
+}
+
+size_t mt_reader_process_count(struct mt_reader *r)
+{
+	return r ? r->n_processes : 0;
+}
+
+const struct mt_process *mt_reader_process(struct mt_reader *r, size_t i)
+{
+	return r && i < r->n_processes ? &r->processes[i] : NULL;
+}
+
+size_t mt_reader_device_count(struct mt_reader *r)
+{
+	return r ? r->n_devices : 0;
+}
+
+const struct mt_device *mt_reader_device(struct mt_reader *r, size_t i)
+{
+	return r && i < r->n_devices ? &r->devices[i] : NULL;
+}
+
+const struct mt_device *mt_reader_device_by_id(struct mt_reader *r, uint32_t id)
+{
+	for (size_t i = 0; r && i < r->n_devices; i++)
+		if (r->devices[i].id == id)
+			return &r->devices[i];
+	return NULL;
+}
+
+static int load_strings(struct mt_reader *r)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int rc = sqlite3_prepare_v2(r->db, "SELECT id, value FROM strings ORDER BY id", -1, &st,
+	                            NULL);
+	while (mt_step_row(st, &rc)) {
+		if (r->n_strings == cap) {
+			cap = cap ? cap * 2 : 256;
+			struct string_row *s = realloc(r->strings, cap * sizeof(*s));
+			if (!s) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			r->strings = s;
+		}
+		struct string_row *row = &r->strings[r->n_strings];
+		row->id = (uint32_t)sqlite3_column_int64(st, 0);
+		row->text = dup_column(st, 1);
+		if (!row->text) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		r->n_strings++;
+	}
+	sqlite3_finalize(st);
+	r->strings_loaded = 1;
+	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read strings");
+}
+
+const char *mt_reader_string(struct mt_reader *r, uint32_t id)
+{
+	if (!r || !r->db)
+		return NULL;
+	if (id == 0)
+		return "";
+	if (!r->strings_loaded && load_strings(r) < 0)
+		return NULL;
+	size_t lo = 0, hi = r->n_strings;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->strings[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->n_strings && r->strings[lo].id == id ? r->strings[lo].text : NULL;
+}
+
+int mt_reader_kind_stats(struct mt_reader *r, const struct mt_query *q,
+                         struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1])
+{
+	if (!stats || mt_reader_ready(r) < 0)
+		return -EINVAL;
+	for (unsigned k = 0; k <= MT_EVENT_KIND_MAX; k++)
+		stats[k] = (struct mt_kind_stats){ .first_ts = MT_TIME_UNKNOWN };
+	sqlite3_stmt *st;
+	int rc =
+	        sqlite3_prepare_v2(r->db,
+	                           "SELECT kind, count, length(blob), first_ts, last_ts FROM chunks"
+	                           " WHERE (?1 = 0 OR device = ?1) AND (?2 = 0 OR process = ?2)",
+	                           -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, q ? q->device : 0);
+		sqlite3_bind_int64(st, 2, q ? q->process : 0);
+	}
+	while (mt_step_row(st, &rc)) {
+		int64_t kind = sqlite3_column_int64(st, 0);
+		if (kind < 1 || kind > MT_EVENT_KIND_MAX)
+			continue;
+		struct mt_kind_stats *s = &stats[kind];
+		uint64_t first = mt_u64_from_sql(st, 3), last = mt_u64_from_sql(st, 4);
+		s->events += mt_u64_from_sql(st, 1);
+		s->chunks++;
+		s->blob_bytes += mt_u64_from_sql(st, 2);
+		s->first_ts = first < s->first_ts ? first : s->first_ts;
+		s->last_ts = last > s->last_ts ? last : s->last_ts;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read the chunk index");
+}
+
+/* Decodes a replay's series blob (codec 0: little-endian u64 triples). */
+static int load_series(struct mt_reader *r, struct mt_replay_record *rec, int codec,
+                       const unsigned char *blob, size_t len)
+{
+	if (codec != 0 || len % 24 != 0)
+		return mt_message(r->message, -EBADMSG, "%s: replay %lld has a corrupt series",
+		                  r->path, (long long)rec->id);
+	size_t n = len / 24;
+	struct mt_series_point *s = malloc((n ? n : 1) * sizeof(*s));
+	if (!s)
+		return mt_message(r->message, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v[3] = { 0, 0, 0 };
+		for (int k = 0; k < 3; k++)
+			for (int b = 0; b < 8; b++)
+				v[k] |= (uint64_t)blob[i * 24 + k * 8 + b] << (8 * b);
+		s[i] = (struct mt_series_point){ .ts = v[0], .allocated = v[1], .reserved = v[2] };
+	}
+	rec->series = s;
+	rec->series_len = n;
+	return 0;
+}
+
+static int load_replays(struct mt_reader *r)
+{
+	sqlite3_stmt *st;
+	int err = 0;
+	int rc = sqlite3_prepare_v2(r->db,
+	                            "SELECT id, device, created_ns, policy, backend, params,"
+	                            " result_json, series_codec, series FROM replays ORDER BY id",
+	                            -1, &st, NULL);
+	while (err == 0 && mt_step_row(st, &rc)) {
+		struct mt_replay_record *rec =
+		        realloc(r->replays, (r->n_replays + 1) * sizeof(*rec));
+		if (!rec) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		r->replays = rec;
+		rec += r->n_replays++;
+		*rec = (struct mt_replay_record){
+			.id = sqlite3_column_int64(st, 0),
+			.device = (uint32_t)sqlite3_column_int64(st, 1),
+			.created_ns = mt_u64_from_sql(st, 2),
+			.policy = dup_column(st, 3),
+			.backend = dup_column(st, 4),
+			.params = dup_column(st, 5),
+			.result_json = dup_column(st, 6),
+		};
+		if (!rec->policy || !rec->backend || !rec->params || !rec->result_json)
+			rc = SQLITE_NOMEM;
+		else
+			err = load_series(r, rec, sqlite3_column_int(st, 7),
+			                  sqlite3_column_blob(st, 8),
+			                  (size_t)sqlite3_column_bytes(st, 8));
+	}
+	sqlite3_finalize(st);
+	if (err == 0 && rc != SQLITE_DONE)
+		err = mt_reader_sql_fail(r, rc, "cannot read replays");
+	if (err < 0)
+		free_replays(r);
+	return err;
+}
+
+int mt_reader_replays(struct mt_reader *r, const struct mt_replay_record **out, size_t *n)
+{
+	if (!out || !n || mt_reader_ready(r) < 0)
+		return -EINVAL;
+	if (!r->replays_loaded) {
+		int err = load_replays(r);
+		if (err < 0)
+			return err;
+		r->replays_loaded = 1;
+	}
+	*out = r->replays;
+	*n = r->n_replays;
+	return 0;
+}

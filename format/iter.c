@@ -1,0 +1,292 @@
+#include "config.h"
+
+/* iter.c — the ordered walk over a trace's events: a k-way merge over the
+ * chunks a query selects, in (ts, process, seq) order (FORMAT.md
+ * "Ordering"). Chunks are listed from the index, sorted by first_ts, and
+ * decompressed only when the merge frontier reaches their first_ts, so only
+ * the chunks whose time ranges overlap are in memory at once. */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "chunk-codec-private.h"
+#include "reader-private.h"
+
+struct chunk_ref {
+	int64_t id;
+	uint32_t process;
+	uint32_t device;
+	unsigned kind;
+	int64_t codec;
+	uint64_t first_ts;
+	uint64_t last_ts;
+	uint64_t count;
+};
+
+/* The decoded events of an open chunk still to be returned. */
+struct cursor {
+	struct mt_event *events;
+	size_t pos, end;
+};
+
+struct mt_iter {
+	struct mt_reader *r;
+	struct mt_query q;
+	struct chunk_ref *chunks; /* selected chunks by (first_ts, id) */
+	size_t n_chunks, next_chunk;
+	struct cursor *heap; /* min-heap on the cursors' next events */
+	size_t heap_n;
+	int error; /* sticky: once a chunk is corrupt, every call says so */
+};
+
+static int chunk_cmp(const void *a, const void *b)
+{
+	const struct chunk_ref *x = a, *y = b;
+	if (x->first_ts != y->first_ts)
+		return x->first_ts < y->first_ts ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Appends the chunks of one kind the query selects. */
+static int list_chunks(struct mt_iter *it, sqlite3_stmt *st, unsigned kind, size_t *cap)
+{
+	const struct mt_query *q = &it->q;
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, kind);
+	sqlite3_bind_int64(st, 2, q->device);
+	sqlite3_bind_int64(st, 3, q->process);
+	/* first_ts < to through the index (-1: no bound); values past
+	 * INT64_MAX (stored negative) pass and are filtered below. */
+	sqlite3_bind_int64(st, 4, q->to == 0 || q->to > INT64_MAX ? -1 : (int64_t)q->to);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct chunk_ref c = {
+			.id = sqlite3_column_int64(st, 0),
+			.process = (uint32_t)sqlite3_column_int64(st, 1),
+			.device = (uint32_t)sqlite3_column_int64(st, 2),
+			.kind = kind,
+			.first_ts = mt_u64_from_sql(st, 3),
+			.last_ts = mt_u64_from_sql(st, 4),
+			.count = mt_u64_from_sql(st, 5),
+			.codec = sqlite3_column_int64(st, 6),
+		};
+		if (c.last_ts < q->from || (q->to != 0 && c.first_ts >= q->to))
+			continue;
+		if (it->n_chunks == *cap) {
+			*cap = *cap ? *cap * 2 : 64;
+			struct chunk_ref *nc = realloc(it->chunks, *cap * sizeof(*nc));
+			if (!nc)
+				return mt_message(it->r->message, -ENOMEM, "out of memory");
+			it->chunks = nc;
+		}
+		it->chunks[it->n_chunks++] = c;
+	}
+	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(it->r, rc, "cannot read the chunk index");
+}
+
+void mt_iter_free(struct mt_iter *it)
+{
+	if (!it)
+		return;
+	for (size_t i = 0; i < it->heap_n; i++)
+		free(it->heap[i].events);
+	free(it->heap);
+	free(it->chunks);
+	free(it);
+}
+
+int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter **out)
+{
+	if (!out || mt_reader_ready(r) < 0)
+		return -EINVAL;
+	*out = NULL;
+	struct mt_iter *it = calloc(1, sizeof(*it));
+	if (!it)
+		return mt_message(r->message, -ENOMEM, "out of memory");
+	it->r = r;
+	if (q)
+		it->q = *q;
+	uint32_t kinds = it->q.kinds ? it->q.kinds : ~0u;
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(
+	        r->db,
+	        "SELECT id, process, device, first_ts, last_ts, count, codec"
+	        " FROM chunks WHERE kind = ?1 AND (?2 = 0 OR device = ?2)"
+	        " AND (?3 = 0 OR process = ?3) AND (?4 < 0 OR first_ts < ?4 OR first_ts < 0)",
+	        -1, &st, NULL);
+	int err = rc == SQLITE_OK ? 0 : mt_reader_sql_fail(r, rc, "cannot read the chunk index");
+	size_t cap = 0;
+	for (unsigned k = 1; err == 0 && k <= MT_EVENT_KIND_MAX; k++)
+		if (kinds & MT_KIND_BIT(k))
+			err = list_chunks(it, st, k, &cap);
+	sqlite3_finalize(st);
+	if (err == 0 && it->n_chunks > 0) {
+		qsort(it->chunks, it->n_chunks, sizeof(*it->chunks), chunk_cmp);
+		it->heap = malloc(it->n_chunks * sizeof(*it->heap));
+		if (!it->heap)
+			err = mt_message(r->message, -ENOMEM, "out of memory");
+	}
+	if (err < 0) {
+		mt_iter_free(it);
+		return err;
+	}
+	*out = it;
+	return 0;
+}
+
+static int chunk_corrupt(struct mt_iter *it, const struct chunk_ref *c, const char *why)
+{
+	return mt_message(it->r->message, -EBADMSG, "%s: chunk %lld is corrupt (%s)", it->r->path,
+	                  (long long)c->id, why);
+}
+
+/* Index of the first of n sorted events with ts >= t. */
+static size_t lower_bound(const struct mt_event *e, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (e[mid].ts < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Decodes a chunk into *cur, keeping only the events inside the window. */
+static int open_chunk(struct mt_iter *it, const struct chunk_ref *c, struct cursor *cur)
+{
+	struct mt_reader *r = it->r;
+	if (c->codec != MT_CODEC_COLUMNS_ZSTD)
+		return chunk_corrupt(it, c, "unknown codec");
+	if (c->count > MT_CHUNK_MAX_EVENTS)
+		return chunk_corrupt(it, c, "too many events");
+	sqlite3_stmt *st = r->blob_stmt;
+	sqlite3_bind_int64(st, 1, c->id);
+	int rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(st);
+		if (rc == SQLITE_DONE)
+			return chunk_corrupt(it, c, "row vanished");
+		int err = mt_sqlite_errno(rc);
+		if (err == -EBADMSG)
+			return chunk_corrupt(it, c, sqlite3_errstr(rc));
+		return mt_reader_sql_fail(r, rc, "cannot read a chunk");
+	}
+	const void *blob = sqlite3_column_blob(st, 0);
+	size_t len = (size_t)sqlite3_column_bytes(st, 0);
+	struct mt_event *e;
+	size_t n;
+	const char *why;
+	int err = mt_chunk_decode_why(c->kind, blob, len, (size_t)c->count, c->process, c->device,
+	                              &e, &n, &why);
+	sqlite3_reset(st);
+	if (err == -EBADMSG)
+		return chunk_corrupt(it, c, why);
+	if (err < 0)
+		return mt_message(r->message, err, "%s: cannot decode chunk %lld", r->path,
+		                  (long long)c->id);
+	if (n > 0 && (e[0].ts != c->first_ts || e[n - 1].ts != c->last_ts)) {
+		free(e);
+		return chunk_corrupt(it, c, "timestamps differ from its index row");
+	}
+	cur->events = e;
+	cur->pos = lower_bound(e, n, it->q.from);
+	cur->end = it->q.to ? lower_bound(e, n, it->q.to) : n;
+	return 0;
+}
+
+static int event_before(const struct mt_event *a, const struct mt_event *b)
+{
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	if (a->process != b->process)
+		return a->process < b->process;
+	return a->seq < b->seq;
+}
+
+static int cursor_before(const struct cursor *a, const struct cursor *b)
+{
+	return event_before(&a->events[a->pos], &b->events[b->pos]);
+}
+
+static void sift_down(struct mt_iter *it, size_t i)
+{
+	struct cursor *h = it->heap;
+	size_t n = it->heap_n;
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < n && cursor_before(&h[l], &h[m]))
+			m = l;
+		if (l + 1 < n && cursor_before(&h[l + 1], &h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		struct cursor t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static void sift_up(struct mt_iter *it, size_t i)
+{
+	struct cursor *h = it->heap;
+	while (i > 0 && cursor_before(&h[i], &h[(i - 1) / 2])) {
+		struct cursor t = h[i];
+		h[i] = h[(i - 1) / 2];
+		h[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+}
+
+/* Opens every pending chunk that could hold the next event. */
+static int advance_frontier(struct mt_iter *it)
+{
+	while (it->next_chunk < it->n_chunks) {
+		const struct chunk_ref *c = &it->chunks[it->next_chunk];
+		if (it->heap_n > 0) {
+			const struct cursor *top = &it->heap[0];
+			if (c->first_ts > top->events[top->pos].ts)
+				return 0;
+		}
+		struct cursor cur;
+		int err = open_chunk(it, c, &cur);
+		if (err < 0)
+			return err;
+		it->next_chunk++;
+		if (cur.pos == cur.end) {
+			free(cur.events);
+			continue;
+		}
+		it->heap[it->heap_n++] = cur;
+		sift_up(it, it->heap_n - 1);
+	}
+	return 0;
+}
+
+int mt_iter_next(struct mt_iter *it, struct mt_event *ev)
+{
+	if (!it || !ev)
+		return -EINVAL;
+	if (it->error)
+		return it->error;
+	int err = advance_frontier(it);
+	if (err < 0) {
+		it->error = err;
+		return err;
+	}
+	if (it->heap_n == 0)
+		return 0;
+	struct cursor *top = &it->heap[0];
+	*ev = top->events[top->pos++];
+	if (top->pos == top->end) {
+		free(top->events);
+		it->heap[0] = it->heap[--it->heap_n];
+	}
+	/* With one chunk open (the usual case) the heap has nothing to do. */
+	if (it->heap_n > 1)
+		sift_down(it, 0);
+	return 1;
+}

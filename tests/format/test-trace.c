@@ -1,0 +1,319 @@
+/* test-trace.c — writer to reader round trip: meta, processes, devices
+ * (deduplicated by uuid), interned strings, events of every kind from
+ * several processes and devices in many small chunks, read back in the
+ * (ts, process, seq) order with kind, device, process and time-window
+ * selections; per-kind statistics; saved replays. */
+#include "config.h"
+
+#include <errno.h>
+
+#include <sqlite3.h>
+
+#include "test-events.h"
+
+#define N_EVENTS 20000
+
+struct expected {
+	struct mt_event *e;
+	size_t n;
+};
+
+static int order_cmp(const void *a, const void *b)
+{
+	const struct mt_event *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->process != y->process)
+		return x->process < y->process ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int selected(const struct mt_query *q, const struct mt_event *e)
+{
+	return (!q->kinds || (q->kinds & MT_KIND_BIT(e->kind))) &&
+	       (!q->device || q->device == e->device) &&
+	       (!q->process || q->process == e->process) && e->ts >= q->from &&
+	       (!q->to || e->ts < q->to);
+}
+
+/* Walks the query and compares with the sorted expected events. */
+static void check_query(struct mt_reader *r, const struct expected *all, const struct mt_query *q)
+{
+	struct mt_iter *it;
+	CHECK(mt_reader_iter(r, q, &it) == 0);
+	struct mt_event ev;
+	size_t i = 0, seen = 0;
+	int rc;
+	while ((rc = mt_iter_next(it, &ev)) == 1) {
+		while (i < all->n && !selected(q, &all->e[i]))
+			i++;
+		CHECK(i < all->n);
+		CHECK(events_equal(&all->e[i], &ev));
+		i++;
+		seen++;
+	}
+	CHECK(rc == 0);
+	while (i < all->n && !selected(q, &all->e[i]))
+		i++;
+	CHECK(i == all->n);
+	CHECK(mt_iter_next(it, &ev) == 0);
+	mt_iter_free(it);
+	(void)seen;
+}
+
+static void write_trace(const char *path, struct expected *all, uint32_t *procs, uint32_t *devs)
+{
+	struct mt_writer *w = mt_writer_new();
+	CHECK(w);
+	CHECK(mt_writer_open(w, path, 0) == -ENOENT);
+	CHECK(*mt_writer_message(w) != '\0');
+	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	CHECK(strcmp(mt_writer_message(w), "") == 0);
+	CHECK(mt_writer_set_meta(w, "command_line", "python train.py") == 0);
+	CHECK(mt_writer_set_meta(w, "capture", "as-is") == 0);
+	CHECK(mt_writer_set_meta(w, "capture", "requests") == 0);
+
+	struct mt_process p = {
+		.pid = 100, .start_ns = 5, .command_line = "python train.py", .hostname = "node1"
+	};
+	CHECK(mt_writer_add_process(w, &p, &procs[0]) == 0);
+	p.pid = 101;
+	p.parent = procs[0];
+	p.hostname = NULL; /* stored as "" */
+	CHECK(mt_writer_add_process(w, &p, &procs[1]) == 0);
+	CHECK(procs[0] > 0 && procs[1] > 0 && procs[0] != procs[1]);
+
+	struct mt_device d = { .ordinal = 0,
+		               .total_bytes = 80ull << 30,
+		               .name = "H100",
+		               .uuid = "GPU-aaaa",
+		               .driver_version = "580",
+		               .cuda_version = "13.0" };
+	CHECK(mt_writer_add_device(w, &d, &devs[0]) == 0);
+	d.uuid = "GPU-bbbb";
+	d.ordinal = 1;
+	CHECK(mt_writer_add_device(w, &d, &devs[1]) == 0);
+	uint32_t again;
+	d.uuid = "GPU-aaaa";
+	CHECK(mt_writer_add_device(w, &d, &again) == 0);
+	CHECK(again == devs[0] && devs[0] != devs[1]);
+
+	uint32_t s1, s2, s3;
+	CHECK(mt_writer_intern(w, "sgemm_kernel", &s1) == 0);
+	CHECK(mt_writer_intern(w, "forward", &s2) == 0);
+	CHECK(mt_writer_intern(w, "sgemm_kernel", &s3) == 0);
+	CHECK(s1 > 0 && s2 > 0 && s1 != s2 && s1 == s3);
+	/* Enough strings to make the cache grow. */
+	for (int i = 0; i < 600; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "frame_%d", i);
+		CHECK(mt_writer_intern(w, name, &s3) == 0);
+	}
+	CHECK(mt_writer_intern(w, "forward", &s3) == 0 && s3 == s2);
+
+	mt_writer_set_chunk_events(w, 97);
+	uint64_t s = 7, ts[2] = { 1000, 1000 };
+	all->e = calloc(N_EVENTS, sizeof(*all->e));
+	CHECK(all->e);
+	for (size_t i = 0; i < N_EVENTS; i++) {
+		struct mt_event *e = &all->e[i];
+		int pi = (int)(rnd(&s) % 2);
+		e->kind = (uint8_t)(1 + rnd(&s) % MT_EVENT_KIND_MAX);
+		e->process = procs[pi];
+		e->device = devs[rnd(&s) % 2];
+		ts[pi] += rnd(&s) % 4 == 0 ? 0 : rnd(&s) % 50;
+		/* CUPTI delivers out of order now and then. */
+		e->ts = rnd(&s) % 10 == 0 && ts[pi] > 300 ? ts[pi] - rnd(&s) % 300 : ts[pi];
+		random_payload(e, &s);
+		e->seq = 12345; /* ignored: the writer assigns it */
+		CHECK(mt_writer_append(w, e) == 0);
+		e->seq = i;
+	}
+	all->n = N_EVENTS;
+	CHECK(mt_writer_events_appended(w) == N_EVENTS);
+	CHECK(mt_writer_events_written(w) < N_EVENTS);
+	CHECK(mt_writer_flush(w) == 0);
+	CHECK(mt_writer_events_written(w) == N_EVENTS);
+
+	struct mt_series_point series[3] = { { 10, 100, 200 },
+		                             { 20, 150, 200 },
+		                             { 30, UINT64_MAX, UINT64_MAX - 1 } };
+	struct mt_replay_record rec = { .device = devs[0],
+		                        .created_ns = 99,
+		                        .policy = "bestfit",
+		                        .backend = "sim",
+		                        .params = "",
+		                        .result_json = "{\"a\":1}",
+		                        .series = series,
+		                        .series_len = 3 };
+	int64_t id1, id2;
+	CHECK(mt_writer_save_replay(w, &rec, &id1) == 0);
+	rec.policy = "caching";
+	rec.series_len = 0;
+	rec.series = NULL;
+	CHECK(mt_writer_save_replay(w, &rec, &id2) == 0);
+	CHECK(id2 > id1);
+	mt_writer_free(w);
+	qsort(all->e, all->n, sizeof(*all->e), order_cmp);
+}
+
+static void check_stats(struct mt_reader *r, const struct expected *all, uint32_t device)
+{
+	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+	struct mt_query q = { .device = device, .kinds = 1 /* ignored */, .from = 5000 };
+	CHECK(mt_reader_kind_stats(r, &q, st) == 0);
+	for (unsigned k = 1; k <= MT_EVENT_KIND_MAX; k++) {
+		uint64_t n = 0, first = MT_TIME_UNKNOWN, last = 0;
+		for (size_t i = 0; i < all->n; i++) {
+			const struct mt_event *e = &all->e[i];
+			if (e->kind != k || (device && e->device != device))
+				continue;
+			n++;
+			first = e->ts < first ? e->ts : first;
+			last = e->ts > last ? e->ts : last;
+		}
+		CHECK(st[k].events == n);
+		CHECK(st[k].first_ts == first && st[k].last_ts == last);
+		CHECK(st[k].chunks > 0 && st[k].blob_bytes > 0);
+	}
+	CHECK(st[0].events == 0 && st[0].first_ts == MT_TIME_UNKNOWN);
+}
+
+static void sql(const char *path, const char *statement)
+{
+	sqlite3 *db;
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, statement, NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* A flush that fails (a trigger refuses new chunks, as a full disk would)
+ * keeps the events; the next flush writes them. */
+static void failed_flush(const char *path)
+{
+	remove_trace(path);
+	struct mt_writer *w = mt_writer_new();
+	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	for (uint64_t i = 0; i < 10; i++) {
+		struct mt_event ev = {
+			.kind = MT_EVENT_SAMPLE, .ts = i, .process = 1, .device = 1
+		};
+		ev.sample.used_bytes = i;
+		CHECK(mt_writer_append(w, &ev) == 0);
+	}
+	sql(path, "CREATE TRIGGER refuse BEFORE INSERT ON chunks BEGIN"
+	          " SELECT RAISE(ABORT, 'disk full'); END");
+	CHECK(mt_writer_flush(w) < 0);
+	CHECK(strstr(mt_writer_message(w), "disk full") != NULL);
+	CHECK(mt_writer_events_written(w) == 0 && mt_writer_events_appended(w) == 10);
+	sql(path, "DROP TRIGGER refuse");
+	CHECK(mt_writer_flush(w) == 0);
+	CHECK(mt_writer_events_written(w) == 10);
+	CHECK(strcmp(mt_writer_message(w), "") == 0);
+	mt_writer_free(w);
+
+	struct mt_reader *r = mt_reader_new();
+	CHECK(mt_reader_open(r, path) == 0);
+	struct mt_iter *it;
+	CHECK(mt_reader_iter(r, NULL, &it) == 0);
+	struct mt_event ev;
+	uint64_t n = 0;
+	while (mt_iter_next(it, &ev) == 1) {
+		CHECK(ev.sample.used_bytes == n && ev.seq == n);
+		n++;
+	}
+	CHECK(n == 10);
+	mt_iter_free(it);
+	mt_reader_free(r);
+	remove_trace(path);
+}
+
+int main(void)
+{
+	char path[256];
+	temp_trace(path, sizeof(path), "trace");
+	remove_trace(path);
+	struct expected all;
+	uint32_t procs[2], devs[2];
+	write_trace(path, &all, procs, devs);
+
+	struct mt_reader *r = mt_reader_new();
+	CHECK(r);
+	int rc = mt_reader_open(r, path);
+	if (rc < 0)
+		fprintf(stderr, "%s\n", mt_reader_message(r));
+	CHECK(rc == 0);
+	CHECK(strcmp(mt_reader_message(r), "") == 0);
+	CHECK(strcmp(mt_reader_meta(r, "format_version"), "1") == 0);
+	CHECK(strcmp(mt_reader_meta(r, "capture"), "requests") == 0);
+	CHECK(strcmp(mt_reader_meta(r, "command_line"), "python train.py") == 0);
+	CHECK(mt_reader_meta(r, "nonexistent") == NULL);
+	CHECK(mt_reader_process_count(r) == 2);
+	CHECK(mt_reader_process(r, 0)->id == procs[0] && mt_reader_process(r, 1)->pid == 101);
+	CHECK(mt_reader_process(r, 1)->parent == procs[0]);
+	CHECK(strcmp(mt_reader_process(r, 0)->hostname, "node1") == 0);
+	CHECK(strcmp(mt_reader_process(r, 1)->hostname, "") == 0);
+	CHECK(mt_reader_process(r, 2) == NULL);
+	CHECK(mt_reader_device_count(r) == 2);
+	CHECK(strcmp(mt_reader_device_by_id(r, devs[1])->uuid, "GPU-bbbb") == 0);
+	CHECK(mt_reader_device_by_id(r, devs[0])->total_bytes == 80ull << 30);
+	CHECK(mt_reader_device_by_id(r, 999) == NULL);
+	CHECK(strcmp(mt_reader_string(r, 0), "") == 0);
+	CHECK(strcmp(mt_reader_string(r, 1), "sgemm_kernel") == 0);
+	CHECK(strcmp(mt_reader_string(r, 2), "forward") == 0);
+	CHECK(mt_reader_string(r, 100000) == NULL);
+
+	struct mt_query q = { 0 };
+	check_query(r, &all, &q);
+	uint64_t s = 99;
+	for (int i = 0; i < 40; i++) {
+		q = (struct mt_query){ 0 };
+		if (i % 2)
+			q.kinds = (uint32_t)rnd(&s) & 0x3fe;
+		if (i % 3 == 0)
+			q.device = devs[rnd(&s) % 2];
+		if (i % 5 == 0)
+			q.process = procs[rnd(&s) % 2];
+		if (i % 4 != 3) {
+			uint64_t span = all.e[all.n - 1].ts;
+			q.from = rnd(&s) % span;
+			q.to = i % 4 == 2 ? 0 : q.from + rnd(&s) % (span / 4) + 1;
+		}
+		check_query(r, &all, &q);
+	}
+	/* An empty window and one past the end. */
+	q = (struct mt_query){ .from = 5000, .to = 5000 };
+	check_query(r, &all, &q);
+	q = (struct mt_query){ .from = UINT64_MAX - 1 };
+	check_query(r, &all, &q);
+
+	check_stats(r, &all, 0);
+	check_stats(r, &all, devs[1]);
+
+	const struct mt_replay_record *rep;
+	size_t nrep;
+	CHECK(mt_reader_replays(r, &rep, &nrep) == 0);
+	CHECK(nrep == 2);
+	CHECK(strcmp(rep[0].policy, "bestfit") == 0 && strcmp(rep[1].policy, "caching") == 0);
+	CHECK(rep[0].series_len == 3 && rep[1].series_len == 0);
+	CHECK(rep[0].series[1].allocated == 150 && rep[0].series[2].reserved == UINT64_MAX - 1);
+	CHECK(rep[0].device == devs[0] && rep[0].created_ns == 99);
+	CHECK(strcmp(rep[0].result_json, "{\"a\":1}") == 0 && strcmp(rep[0].backend, "sim") == 0);
+
+	mt_reader_free(r);
+	free(all.e);
+
+	/* A second writer appends to the existing trace. */
+	struct mt_writer *w = mt_writer_new();
+	CHECK(mt_writer_open(w, path, 0) == 0);
+	uint32_t id;
+	CHECK(mt_writer_intern(w, "forward", &id) == 0 && id == 2);
+	mt_writer_free(w);
+	mt_writer_free(NULL);
+	mt_reader_free(NULL);
+	mt_iter_free(NULL);
+	remove_trace(path);
+	failed_flush(path);
+	printf("trace: ok\n");
+	return 0;
+}
