@@ -4,11 +4,15 @@
  *
  * The owner obtains segments (memory from a backend) and hands them to the
  * arena; the arena splits free blocks to serve requests and merges a freed
- * block with free address neighbours of its segment. Free blocks sit in an
- * intrusive red-black tree ordered for the chosen fit: best fit by (stream,
- * size, address), first fit by (stream, address) with a scan in address
- * order. With per_stream set a block freed on stream s serves stream s
- * first (mt_arena_alloc), others only when asked (mt_arena_alloc_any).
+ * block with free address neighbours of its segment. Free blocks sit in
+ * intrusive red-black trees ordered for the chosen fit: best fit, one tree
+ * by (stream, size, address); first fit, one address-ordered tree per size
+ * class (4 classes per power of two) with each class's lowest address
+ * cached, so the first fit is the lowest of the cached minima of the
+ * classes above the request's and the first fitting block of its own
+ * class. With per_stream set (best fit only) a block freed on stream s
+ * serves stream s first (mt_arena_alloc), others only when asked
+ * (mt_arena_alloc_any).
  * Allocated blocks are found by address through a hash map.
  */
 #ifndef MEMTRACE_ARENA_PRIVATE_H
@@ -27,6 +31,8 @@ enum mt_arena_fit {
 };
 
 struct mt_arena_segment;
+
+#define MT_ARENA_CLASSES 256
 
 struct mt_arena_block {
 	uint64_t address;
@@ -51,8 +57,13 @@ struct mt_arena_segment {
 struct mt_arena {
 	enum mt_arena_fit fit;
 	bool per_stream;
-	uint64_t min_split;           /* remainders smaller than this stay in the block */
-	struct mt_rb_tree free_tree;  /* free blocks */
+	uint64_t min_split;          /* remainders smaller than this stay in the block */
+	struct mt_rb_tree free_tree; /* best fit: free blocks */
+	/* first fit: free blocks per size class, lowest address of each, and
+	 * a bitmap of the non-empty classes */
+	struct mt_rb_tree classes[MT_ARENA_CLASSES];
+	struct mt_arena_block *class_min[MT_ARENA_CLASSES];
+	uint64_t class_bits[MT_ARENA_CLASSES / 64];
 	struct mt_rb_tree segments;   /* by address */
 	struct mt_addrmap live;       /* address -> allocated block */
 	uint64_t allocated;           /* bytes of allocated blocks */
@@ -75,7 +86,7 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
  * split). Returns 0, -ENOSPC when no free block fits, or -ENOMEM. */
 int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
                    uint64_t *granted);
-/* As mt_arena_alloc, from a free block of any stream. */
+/* As mt_arena_alloc, from a free block of any stream (best fit only). */
 int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
                        uint64_t *granted);
 

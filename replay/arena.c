@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "arena-private.h"
 
@@ -67,8 +68,9 @@ static int segment_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 
 void mt_arena_init(struct mt_arena *a, enum mt_arena_fit fit, bool per_stream, uint64_t min_split)
 {
+	memset(a, 0, sizeof(*a));
 	a->fit = fit;
-	a->per_stream = per_stream;
+	a->per_stream = per_stream && fit == MT_ARENA_BEST_FIT;
 	a->min_split = min_split ? min_split : 1;
 	mt_rb_init(&a->free_tree);
 	mt_rb_init(&a->segments);
@@ -116,10 +118,40 @@ static struct mt_arena_block *new_block(struct mt_arena *a)
 	return malloc(sizeof(*b));
 }
 
+static unsigned size_class(uint64_t x)
+{
+	unsigned e = 63u - (unsigned)__builtin_clzll(x | 1);
+	return e < 2 ? (unsigned)x : e * 4 + (unsigned)((x >> (e - 2)) & 3);
+}
+
 static void insert_free(struct mt_arena *a, struct mt_arena_block *b)
 {
 	b->allocated = false;
-	mt_rb_insert(&a->free_tree, &b->node, a->fit == MT_ARENA_BEST_FIT ? best_cmp : first_cmp);
+	if (a->fit == MT_ARENA_BEST_FIT) {
+		mt_rb_insert(&a->free_tree, &b->node, best_cmp);
+		return;
+	}
+	unsigned c = size_class(b->bytes);
+	mt_rb_insert(&a->classes[c], &b->node, first_cmp);
+	if (!a->class_min[c] || b->address < a->class_min[c]->address)
+		a->class_min[c] = b;
+	a->class_bits[c / 64] |= 1ull << (c % 64);
+}
+
+static void erase_free(struct mt_arena *a, struct mt_arena_block *b)
+{
+	if (a->fit == MT_ARENA_BEST_FIT) {
+		mt_rb_erase(&a->free_tree, &b->node);
+		return;
+	}
+	unsigned c = size_class(b->bytes);
+	if (a->class_min[c] == b) {
+		struct mt_rb_node *n = mt_rb_next(&b->node);
+		a->class_min[c] = n ? BLOCK(n) : NULL;
+	}
+	mt_rb_erase(&a->classes[c], &b->node);
+	if (!a->classes[c].count)
+		a->class_bits[c / 64] &= ~(1ull << (c % 64));
 }
 
 int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
@@ -145,19 +177,42 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
 	return 0;
 }
 
+/* First fit: the lowest-addressed free block of at least bytes. Every
+ * block of a class above the request's fits, so only the request's own
+ * class needs a scan, and only below the best address found above. */
+static struct mt_arena_block *first_fit(struct mt_arena *a, uint64_t bytes)
+{
+	unsigned c = size_class(bytes);
+	struct mt_arena_block *best = NULL;
+	for (unsigned k = c + 1; k < MT_ARENA_CLASSES;) {
+		uint64_t bits = a->class_bits[k / 64] >> (k % 64);
+		if (!bits) {
+			k = (k / 64 + 1) * 64;
+			continue;
+		}
+		k += (unsigned)__builtin_ctzll(bits);
+		if (!best || a->class_min[k]->address < best->address)
+			best = a->class_min[k];
+		k++;
+	}
+	for (struct mt_rb_node *n = a->class_min[c] ? &a->class_min[c]->node : NULL; n;
+	     n = mt_rb_next(n)) {
+		if (best && BLOCK(n)->address > best->address)
+			break;
+		if (BLOCK(n)->bytes >= bytes)
+			return BLOCK(n);
+	}
+	return best;
+}
+
 /* The free block of `stream` that the fit picks for bytes, or NULL. */
 static struct mt_arena_block *find_fit(struct mt_arena *a, uint64_t bytes, uint64_t stream)
 {
+	if (a->fit == MT_ARENA_FIRST_FIT)
+		return first_fit(a, bytes);
 	struct fit_key k = { stream, bytes, 0 };
-	if (a->fit == MT_ARENA_BEST_FIT) {
-		struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
-		return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
-	}
-	struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, first_key_cmp);
-	for (; n && BLOCK(n)->stream == stream; n = mt_rb_next(n))
-		if (BLOCK(n)->bytes >= bytes)
-			return BLOCK(n);
-	return NULL;
+	struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
+	return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
 }
 
 static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, uint64_t stream,
@@ -173,14 +228,14 @@ static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, ui
 			                         .prev = b,
 			                         .next = b->next,
 			                         .segment = b->segment };
-		mt_rb_erase(&a->free_tree, &b->node);
+		erase_free(a, b);
 		if (b->next)
 			b->next->prev = rest;
 		b->next = rest;
 		b->bytes = bytes;
 		insert_free(a, rest);
 	} else {
-		mt_rb_erase(&a->free_tree, &b->node);
+		erase_free(a, b);
 	}
 	int rc = mt_addrmap_put(&a->live, b->address, (uint64_t)(uintptr_t)b);
 	if (rc < 0) {
@@ -217,8 +272,7 @@ int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint
 		if (s == UINT64_MAX)
 			break;
 		struct fit_key k = { s + 1, 0, 0 };
-		n = mt_rb_lower_bound(&a->free_tree, &k,
-		                      a->fit == MT_ARENA_BEST_FIT ? best_key_cmp : first_key_cmp);
+		n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
 	}
 	return -ENOSPC;
 }
@@ -241,7 +295,7 @@ int mt_arena_free(struct mt_arena *a, uint64_t address, uint64_t stream, uint64_
 	b->stream = a->per_stream ? stream : 0;
 	struct mt_arena_block *p = b->prev, *n = b->next;
 	if (p && !p->allocated) {
-		mt_rb_erase(&a->free_tree, &p->node);
+		erase_free(a, p);
 		p->bytes += b->bytes;
 		p->next = n;
 		if (n)
@@ -251,7 +305,7 @@ int mt_arena_free(struct mt_arena *a, uint64_t address, uint64_t stream, uint64_
 		b = p;
 	}
 	if (n && !n->allocated) {
-		mt_rb_erase(&a->free_tree, &n->node);
+		erase_free(a, n);
 		b->bytes += n->bytes;
 		b->next = n->next;
 		if (n->next)
@@ -279,7 +333,7 @@ int mt_arena_release_segments(struct mt_arena *a, bool all, uint64_t keep_bytes,
 				mt_addrmap_remove(&a->live, b->address, NULL);
 				a->allocated -= b->bytes;
 			} else {
-				mt_rb_erase(&a->free_tree, &b->node);
+				erase_free(a, b);
 			}
 		}
 		a->reserved -= seg->bytes;
@@ -309,8 +363,9 @@ int mt_arena_walk(struct mt_arena *a, mt_policy_walk_fn fn, void *data)
 uint64_t mt_arena_largest_free(const struct mt_arena *a)
 {
 	uint64_t best = 0;
-	for (struct mt_rb_node *n = mt_rb_first(&a->free_tree); n; n = mt_rb_next(n))
-		if (BLOCK(n)->bytes > best)
-			best = BLOCK(n)->bytes;
+	for (struct mt_rb_node *n = mt_rb_first(&a->segments); n; n = mt_rb_next(n))
+		for (const struct mt_arena_block *b = SEGMENT(n)->first; b; b = b->next)
+			if (!b->allocated && b->bytes > best)
+				best = b->bytes;
 	return best;
 }

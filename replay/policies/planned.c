@@ -27,6 +27,8 @@
 
 extern const struct mt_policy_ops mt_policy_planned;
 
+#define LEAF 8 /* requests per tree leaf */
+
 struct planned {
 	struct mt_policy base;
 	struct mt_backend *backend;
@@ -67,14 +69,15 @@ struct planner {
 	const struct mt_plan_request *reqs;
 	const uint64_t *size;
 	uint64_t *offset;
-	size_t *by_start;  /* request indices sorted by start */
-	size_t *pos;       /* request -> position in by_start */
-	uint64_t *max_end; /* segment tree over by_start: max end of placed ones */
-	size_t leaves;     /* power of two >= n */
-	struct {
+	size_t *by_start;     /* request indices sorted by start */
+	size_t *pos;          /* request -> position in by_start */
+	uint64_t *max_end;    /* segment tree over by_start: max end of placed ones */
+	uint64_t *placed_end; /* by start position: end once placed, else 0 */
+	size_t leaves;        /* tree leaves: a power of two, leaves * LEAF >= n */
+	struct hit {
 		uint64_t offset, end;
-	} * hits; /* overlapping placed (offset, offset+size) */
-	size_t nhits, hits_cap;
+	} * hits, *tmp; /* overlapping placed (offset, offset + size); tmp: radix buffer */
+	size_t nhits;
 };
 
 /* Sort keys: (key1, key2, index) compared in that order. */
@@ -93,42 +96,75 @@ static int by_keys(const void *a, const void *b)
 	return (x->index > y->index) - (x->index < y->index);
 }
 
-static int by_offset(const void *a, const void *b)
+/* Sorts hits by offset: LSD radix sort, 8 bits a pass, skipping the
+ * bytes in which all offsets agree (qsort costs several times more). */
+static void sort_hits(struct planner *pl)
 {
-	const uint64_t *x = a, *y = b;
-	return (x[0] > y[0]) - (x[0] < y[0]);
+	struct hit *a = pl->hits, *b = pl->tmp;
+	uint64_t all_or = 0, all_and = UINT64_MAX;
+	for (size_t i = 0; i < pl->nhits; i++) {
+		all_or |= a[i].offset;
+		all_and &= a[i].offset;
+	}
+	/* offsets are multiples of the alignment: skip its zero bits */
+	unsigned low = all_or ? (unsigned)__builtin_ctzll(all_or) : 0;
+	for (unsigned shift = low; shift < 64; shift += 8) {
+		if (!(((all_or ^ all_and) >> shift) & 0xff))
+			continue;
+		size_t count[257] = { 0 };
+		for (size_t i = 0; i < pl->nhits; i++)
+			count[((a[i].offset >> shift) & 0xff) + 1]++;
+		for (int d = 0; d < 256; d++)
+			count[d + 1] += count[d];
+		for (size_t i = 0; i < pl->nhits; i++)
+			b[count[(a[i].offset >> shift) & 0xff]++] = a[i];
+		struct hit *t = a;
+		a = b;
+		b = t;
+	}
+	pl->hits = a;
+	pl->tmp = b;
 }
 
-/* Collects placed requests in by_start[lo, hi) ∩ [0, limit) whose end > s. */
-static int collect(struct planner *pl, size_t node, size_t lo, size_t hi, size_t limit, uint64_t s)
+/* Collects placed requests in by_start[0, limit) whose end > s: a walk
+ * of the max-end tree that enters only subtrees holding such a request;
+ * a tree leaf stands for LEAF consecutive requests, scanned in a row. */
+static void collect(struct planner *pl, size_t limit, uint64_t s)
 {
-	if (lo >= limit || pl->max_end[node] <= s)
-		return 0;
-	if (hi - lo == 1) {
-		size_t j = pl->by_start[lo];
-		if (pl->nhits == pl->hits_cap) {
-			size_t cap = pl->hits_cap ? pl->hits_cap * 2 : 256;
-			void *h = realloc(pl->hits, cap * sizeof(*pl->hits));
-			if (!h)
-				return -ENOMEM;
-			pl->hits = h;
-			pl->hits_cap = cap;
+	size_t stack[128], node_lo[128], depth = 0;
+	stack[depth] = 1;
+	node_lo[depth++] = 0;
+	while (depth) {
+		size_t node = stack[--depth], lo = node_lo[depth];
+		if (lo >= limit || pl->max_end[node] <= s)
+			continue;
+		if (node >= pl->leaves) {
+			size_t end = lo + LEAF < limit ? lo + LEAF : limit;
+			for (size_t i = lo; i < end; i++) {
+				size_t j = pl->by_start[i];
+				if (pl->placed_end[i] > s) {
+					pl->hits[pl->nhits].offset = pl->offset[j];
+					pl->hits[pl->nhits++].end = pl->offset[j] + pl->size[j];
+				}
+			}
+			continue;
 		}
-		pl->hits[pl->nhits].offset = pl->offset[j];
-		pl->hits[pl->nhits++].end = pl->offset[j] + pl->size[j];
-		return 0;
+		/* a node at depth d covers (leaves >> d) * LEAF requests */
+		size_t w = (pl->leaves >> (63 - __builtin_clzll(node))) * LEAF;
+		stack[depth] = 2 * node + 1;
+		node_lo[depth++] = lo + w / 2;
+		stack[depth] = 2 * node;
+		node_lo[depth++] = lo;
 	}
-	size_t mid = lo + (hi - lo) / 2;
-	int rc = collect(pl, 2 * node, lo, mid, limit, s);
-	return rc ? rc : collect(pl, 2 * node + 1, mid, hi, limit, s);
 }
 
 /* Lowest offset for request q given the placed ones overlapping it in time. */
-static int place(struct planner *pl, size_t q, uint64_t *offset)
+static void place(struct planner *pl, size_t q, uint64_t *offset)
 {
 	const struct mt_plan_request *r = &pl->reqs[q];
 	/* placed j overlap q iff start_j < end_q && end_j > start_q */
-	size_t n_lo = 0, n_hi = pl->leaves; /* binary search: first by_start with start >= end_q */
+	size_t n_lo = 0,
+	       n_hi = pl->leaves * LEAF; /* binary search: first by_start with start >= end_q */
 	while (n_lo < n_hi) {
 		size_t mid = n_lo + (n_hi - n_lo) / 2;
 		if (pl->by_start[mid] != SIZE_MAX && pl->reqs[pl->by_start[mid]].start < r->end)
@@ -137,10 +173,8 @@ static int place(struct planner *pl, size_t q, uint64_t *offset)
 			n_hi = mid;
 	}
 	pl->nhits = 0;
-	int rc = collect(pl, 1, 0, pl->leaves, n_lo, r->start);
-	if (rc < 0)
-		return rc;
-	qsort(pl->hits, pl->nhits, sizeof(*pl->hits), by_offset);
+	collect(pl, n_lo, r->start);
+	sort_hits(pl);
 	uint64_t at = 0;
 	for (size_t i = 0; i < pl->nhits; i++) {
 		if (pl->hits[i].offset >= at + pl->size[q])
@@ -149,13 +183,13 @@ static int place(struct planner *pl, size_t q, uint64_t *offset)
 			at = pl->hits[i].end;
 	}
 	*offset = at;
-	return 0;
 }
 
 static void mark_placed(struct planner *pl, size_t q)
 {
-	size_t node = pl->leaves + pl->pos[q];
+	size_t node = pl->leaves + pl->pos[q] / LEAF;
 	uint64_t e = pl->reqs[q].end;
+	pl->placed_end[pl->pos[q]] = e;
 	for (; node >= 1 && pl->max_end[node] < e; node /= 2)
 		pl->max_end[node] = e;
 }
@@ -174,13 +208,17 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	p->offset = calloc(n ? n : 1, sizeof(uint64_t));
 	p->size = malloc((n ? n : 1) * sizeof(uint64_t));
 	p->bytes = malloc((n ? n : 1) * sizeof(uint64_t));
-	for (pl.leaves = 1; pl.leaves < n; pl.leaves *= 2)
+	for (pl.leaves = 1; pl.leaves * LEAF < n; pl.leaves *= 2)
 		;
 	order = malloc((n ? n : 1) * sizeof(*order));
-	pl.by_start = malloc(pl.leaves * sizeof(size_t));
+	pl.by_start = malloc(pl.leaves * LEAF * sizeof(size_t));
+	pl.placed_end = calloc(pl.leaves * LEAF, sizeof(uint64_t));
 	pl.pos = malloc((n ? n : 1) * sizeof(size_t));
 	pl.max_end = calloc(2 * pl.leaves, sizeof(uint64_t));
-	if (!p->offset || !p->size || !p->bytes || !order || !pl.by_start || !pl.pos || !pl.max_end)
+	pl.hits = malloc((n ? n : 1) * sizeof(*pl.hits));
+	pl.tmp = malloc((n ? n : 1) * sizeof(*pl.tmp));
+	if (!pl.hits || !pl.tmp || !pl.placed_end || !p->offset || !p->size || !p->bytes ||
+	    !order || !pl.by_start || !pl.pos || !pl.max_end)
 		goto out;
 	pl.size = p->size;
 	pl.offset = p->offset;
@@ -188,7 +226,7 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	for (size_t i = 0; i < n; i++)
 		order[i] = (struct sort_key){ reqs[i].start, 0, i };
 	qsort(order, n, sizeof(*order), by_keys);
-	for (size_t i = 0; i < pl.leaves; i++)
+	for (size_t i = 0; i < pl.leaves * LEAF; i++)
 		pl.by_start[i] = i < n ? order[i].index : SIZE_MAX;
 	for (size_t i = 0; i < n; i++) {
 		pl.pos[pl.by_start[i]] = i;
@@ -199,8 +237,7 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	qsort(order, n, sizeof(*order), by_keys);
 	for (size_t i = 0; i < n; i++) {
 		size_t q = order[i].index;
-		if ((rc = place(&pl, q, &p->offset[q])) < 0)
-			goto out;
+		place(&pl, q, &p->offset[q]);
 		mark_placed(&pl, q);
 		if (p->offset[q] + p->size[q] > p->arena_bytes)
 			p->arena_bytes = p->offset[q] + p->size[q];
@@ -211,7 +248,9 @@ out:
 	free(pl.by_start);
 	free(pl.pos);
 	free(pl.max_end);
+	free(pl.placed_end);
 	free(pl.hits);
+	free(pl.tmp);
 	return rc;
 }
 
