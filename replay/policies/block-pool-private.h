@@ -48,13 +48,14 @@ struct torch_pool;
  * one ordered set: its pool's free blocks (mapped) or its pool's unmapped
  * blocks (expandable); an allocated one is in the allocator's active map. */
 struct torch_block {
+	/* the node and the key fields first: one cache line per tree step */
 	struct mt_rb_node node;
+	uint64_t stream;
+	uint64_t size;
+	uint64_t addr;
 	struct torch_block *prev, *next; /* neighbours in the segment, by address */
 	struct torch_pool *pool;
 	struct torch_segment *seg;
-	uint64_t stream;
-	uint64_t addr;
-	uint64_t size;
 	uint64_t requested;
 	int64_t gc_count_base;
 	bool allocated;

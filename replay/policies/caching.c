@@ -109,17 +109,20 @@ static struct torch_block *blk(struct mt_rb_node *n)
 
 /* ---- blocks and segments ---- */
 
+/* Block records start on a cache line (see struct torch_block). */
+#define BLOCK_ALIGN 64
+#define BLOCK_BYTES ((sizeof(struct torch_block) + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN)
+
 struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size)
 {
 	struct torch_block *b = pool->spare;
 
-	if (b) {
+	if (b)
 		pool->spare = b->next;
-		memset(b, 0, sizeof(*b));
-	} else if (!(b = calloc(1, sizeof(*b)))) {
+	else if (!(b = aligned_alloc(BLOCK_ALIGN, BLOCK_BYTES)))
 		return NULL;
-	}
+	memset(b, 0, sizeof(*b));
 	b->seg = seg;
 	b->pool = pool;
 	b->stream = stream;
