@@ -76,6 +76,18 @@ static const struct torch_block *node_block(const struct mt_rb_node *n)
 	return mt_rb_entry(n, const struct torch_block, node);
 }
 
+/* PyTorch orders blocks by raw device pointers. Here a block's "address"
+ * in an order is (segment creation number, address): the same order as the
+ * pointers wherever the driver hands out increasing addresses (the sim
+ * backend always does), and one that does not depend on where a backend
+ * happens to place segments, so sim and cuda replays choose alike. */
+static int cmp_place(const struct torch_block *x, const struct torch_block *y)
+{
+	int c = cmp_u64(x->seq, y->seq);
+
+	return c ? c : cmp_u64(x->addr, y->addr);
+}
+
 /* BlockComparatorSize: (stream, size, address). */
 static int cmp_size(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
@@ -84,7 +96,7 @@ static int cmp_size(const struct mt_rb_node *a, const struct mt_rb_node *b)
 
 	if (!c)
 		c = cmp_u64(x->size, y->size);
-	return c ? c : cmp_u64(x->addr, y->addr);
+	return c ? c : cmp_place(x, y);
 }
 
 /* BlockComparatorAddress: (stream, address). */
@@ -93,7 +105,7 @@ int mt_torch_cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b)
 	const struct torch_block *x = node_block(a), *y = node_block(b);
 	int c = cmp_u64(x->stream, y->stream);
 
-	return c ? c : cmp_u64(x->addr, y->addr);
+	return c ? c : cmp_place(x, y);
 }
 
 /* Searches by a key block (only its stream, size and address are set). */
@@ -124,6 +136,7 @@ struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_p
 		return NULL;
 	memset(b, 0, sizeof(*b));
 	b->seg = seg;
+	b->seq = seg->seq;
 	b->pool = pool;
 	b->stream = stream;
 	b->addr = addr;
@@ -190,6 +203,15 @@ uint64_t mt_torch_try_merge(struct torch_block *dst, struct torch_block *src)
 	mt_rb_erase(src->mapped ? &src->pool->blocks : &src->pool->unmapped, &src->node);
 	mt_torch_block_recycle(src);
 	return subsumed;
+}
+
+struct torch_segment *mt_torch_segment_new(struct torch_alloc *t)
+{
+	struct torch_segment *s = calloc(1, sizeof(*s));
+
+	if (s)
+		s->seq = t->next_seq++;
+	return s;
 }
 
 void mt_torch_segment_link(struct torch_alloc *t, struct torch_segment *s)
@@ -339,7 +361,7 @@ static int alloc_segment(struct torch_alloc *t, struct torch_pool *pool, uint64_
 		return 0;
 	if (rc < 0)
 		return rc;
-	s = calloc(1, sizeof(*s));
+	s = mt_torch_segment_new(t);
 	b = s ? mt_torch_block_new(s, pool, stream, addr, alloc_size) : NULL;
 	if (!b) {
 		free(s);

@@ -55,17 +55,19 @@ extern const struct mt_policy_ops mt_policy_stitch;
 /* A VA reservation; blocks split from one block share it. */
 struct vres {
 	uint64_t va, bytes;
+	uint64_t seq;  /* creation number */
 	unsigned refs; /* blocks inside it */
 };
 
 struct vblock {
-	struct mt_rb_node node;             /* in the free tree while free */
+	struct mt_rb_node node; /* in the free tree while free */
+	uint64_t stream;
+	uint64_t npages;                    /* pages mapped at va, va + page, ... */
+	uint64_t seq;                       /* its reservation's creation number */
+	uint64_t va;                        /* its first page */
 	struct vblock *prev_all, *next_all; /* every block */
 	struct vres *res;                   /* the reservation it lies in */
-	uint64_t va;                        /* its first page */
-	uint64_t npages;                    /* pages mapped at va, va + page, ... */
 	uint64_t *pages;                    /* their handles */
-	uint64_t stream;
 	uint64_t requested;
 	bool allocated;
 };
@@ -84,7 +86,7 @@ struct stitch {
 	struct stream_pages *streams; /* free pages per stream (streams are few) */
 	size_t nstreams;
 	struct vblock *all;
-	uint64_t nblocks, pages_held;
+	uint64_t nblocks, pages_held, next_seq;
 	uint64_t allocated, requested, cache_flushes;
 };
 
@@ -110,6 +112,8 @@ static int cmp_free(const struct mt_rb_node *a, const struct mt_rb_node *b)
 
 	if (!c)
 		c = cmp_u64(x->npages, y->npages);
+	if (!c) /* the address, as (reservation creation number, address) */
+		c = cmp_u64(x->seq, y->seq);
 	return c ? c : cmp_u64(x->va, y->va);
 }
 
@@ -190,6 +194,7 @@ static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t 
 	}
 	memcpy(v->pages, handles, npages * sizeof(*v->pages));
 	v->res = r;
+	v->seq = r->seq;
 	r->refs++;
 	v->va = va;
 	v->npages = npages;
@@ -215,6 +220,7 @@ static int block_new(struct stitch *p, uint64_t stream, const uint64_t *handles,
 	if (!r)
 		return -ENOMEM;
 	r->bytes = npages * p->page;
+	r->seq = p->next_seq++;
 	rc = mt_backend_va_reserve(p->b, r->bytes, &r->va);
 	if (rc < 0) {
 		free(r);
@@ -309,7 +315,9 @@ static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t
 /* The stream's largest free block (the last of its run in the tree). */
 static struct vblock *largest_free(struct stitch *p, uint64_t stream)
 {
-	struct vblock key = { .stream = stream, .npages = UINT64_MAX, .va = UINT64_MAX };
+	struct vblock key = {
+		.stream = stream, .npages = UINT64_MAX, .seq = UINT64_MAX, .va = UINT64_MAX
+	};
 	struct vblock *v = vb(mt_rb_floor(&p->free_tree, &key, key_free));
 
 	return v && v->stream == stream ? v : NULL;
