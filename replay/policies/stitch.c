@@ -81,7 +81,7 @@ struct stitch {
 	struct mt_backend *b;
 	struct mt_policy *small; /* `caching`, for requests <= 1 MiB */
 	uint64_t page;
-	struct mt_rb_tree free_tree;  /* (stream, npages, va) */
+	struct mt_rb_tree free_tree;  /* (stream, npages, seq, va) */
 	struct mt_addrmap live;       /* va -> struct vblock * */
 	struct stream_pages *streams; /* free pages per stream (streams are few) */
 	size_t nstreams;
