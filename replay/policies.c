@@ -13,12 +13,26 @@
 extern const struct mt_policy_ops mt_policy_native;
 extern const struct mt_policy_ops mt_policy_bestfit;
 extern const struct mt_policy_ops mt_policy_firstfit;
+extern const struct mt_policy_ops mt_policy_caching;
+extern const struct mt_policy_ops mt_policy_expandable;
+extern const struct mt_policy_ops mt_policy_bfc;
+extern const struct mt_policy_ops mt_policy_async;
+extern const struct mt_policy_ops mt_policy_stitch;
 extern const struct mt_policy_ops mt_policy_buddy;
 extern const struct mt_policy_ops mt_policy_planned;
 
 static const struct mt_policy_ops *const registry[] = {
-	&mt_policy_native, &mt_policy_bestfit, &mt_policy_firstfit,
-	&mt_policy_buddy,  &mt_policy_planned, NULL,
+	&mt_policy_native,
+	&mt_policy_caching,
+	&mt_policy_expandable,
+	&mt_policy_bfc,
+	&mt_policy_bestfit,
+	&mt_policy_firstfit,
+	&mt_policy_buddy,
+	&mt_policy_async,
+	&mt_policy_stitch,
+	&mt_policy_planned,
+	NULL,
 };
 
 const struct mt_policy_ops *const *mt_policy_list(void)

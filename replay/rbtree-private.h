@@ -41,8 +41,25 @@ typedef int (*mt_rb_key_fn)(const void *key, const struct mt_rb_node *n);
 /* Makes t empty (it holds no nodes; nothing is freed). */
 void mt_rb_init(struct mt_rb_tree *t);
 
-/* Inserts n (not in any tree) in order by cmp, after the nodes equal to it. */
-void mt_rb_insert(struct mt_rb_tree *t, struct mt_rb_node *n, mt_rb_cmp_fn cmp);
+/* Links n as *link, a NULL child slot of parent found by a descent (or
+ * &t->root with parent NULL), and rebalances. For the inline functions
+ * below; callers use mt_rb_insert. */
+void mt_rb_link(struct mt_rb_tree *t, struct mt_rb_node *n, struct mt_rb_node *parent,
+                struct mt_rb_node **link);
+
+/* Inserts n (not in any tree) in order by cmp, after the nodes equal to it.
+ * Inline (as are the searches below) so a constant comparator is inlined
+ * too: the policies' hot paths are these descents. */
+static inline void mt_rb_insert(struct mt_rb_tree *t, struct mt_rb_node *n, mt_rb_cmp_fn cmp)
+{
+	struct mt_rb_node *parent = NULL, **link = &t->root;
+
+	while (*link) {
+		parent = *link;
+		link = &parent->child[cmp(n, parent) < 0 ? 0 : 1];
+	}
+	mt_rb_link(t, n, parent, link);
+}
 
 /* Removes n, which must be in t. n's fields are undefined afterwards. */
 void mt_rb_erase(struct mt_rb_tree *t, struct mt_rb_node *n);
@@ -56,13 +73,47 @@ struct mt_rb_node *mt_rb_next(const struct mt_rb_node *n);
 struct mt_rb_node *mt_rb_prev(const struct mt_rb_node *n);
 
 /* The first node not less than key (cmp(key, node) <= 0), or NULL. */
-struct mt_rb_node *mt_rb_lower_bound(const struct mt_rb_tree *t, const void *key, mt_rb_key_fn cmp);
+static inline struct mt_rb_node *mt_rb_lower_bound(const struct mt_rb_tree *t, const void *key,
+                                                   mt_rb_key_fn cmp)
+{
+	struct mt_rb_node *n = t->root, *best = NULL;
+
+	while (n) {
+		if (cmp(key, n) <= 0) {
+			best = n;
+			n = n->child[0];
+		} else {
+			n = n->child[1];
+		}
+	}
+	return best;
+}
 
 /* The last node not greater than key (cmp(key, node) >= 0), or NULL. */
-struct mt_rb_node *mt_rb_floor(const struct mt_rb_tree *t, const void *key, mt_rb_key_fn cmp);
+static inline struct mt_rb_node *mt_rb_floor(const struct mt_rb_tree *t, const void *key,
+                                             mt_rb_key_fn cmp)
+{
+	struct mt_rb_node *n = t->root, *best = NULL;
+
+	while (n) {
+		if (cmp(key, n) >= 0) {
+			best = n;
+			n = n->child[1];
+		} else {
+			n = n->child[0];
+		}
+	}
+	return best;
+}
 
 /* The first node equal to key, or NULL. */
-struct mt_rb_node *mt_rb_find(const struct mt_rb_tree *t, const void *key, mt_rb_key_fn cmp);
+static inline struct mt_rb_node *mt_rb_find(const struct mt_rb_tree *t, const void *key,
+                                            mt_rb_key_fn cmp)
+{
+	struct mt_rb_node *n = mt_rb_lower_bound(t, key, cmp);
+
+	return n && cmp(key, n) == 0 ? n : NULL;
+}
 
 /* Checks the red-black invariants and parent links (for tests): returns the
  * black height (>= 1), or -1 when broken or when the order by cmp is not

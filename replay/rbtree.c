@@ -73,16 +73,10 @@ static void insert_fixup(struct mt_rb_tree *t, struct mt_rb_node *z)
 	t->root->red = false;
 }
 
-void mt_rb_insert(struct mt_rb_tree *t, struct mt_rb_node *n, mt_rb_cmp_fn cmp)
+void mt_rb_link(struct mt_rb_tree *t, struct mt_rb_node *n, struct mt_rb_node *parent,
+                struct mt_rb_node **link)
 {
-	struct mt_rb_node *p = NULL;
-	struct mt_rb_node **link = &t->root;
-
-	while (*link) {
-		p = *link;
-		link = &p->child[cmp(n, p) < 0 ? 0 : 1];
-	}
-	n->parent = p;
+	n->parent = parent;
 	n->child[0] = n->child[1] = NULL;
 	n->red = true;
 	*link = n;
@@ -210,43 +204,6 @@ struct mt_rb_node *mt_rb_next(const struct mt_rb_node *n)
 struct mt_rb_node *mt_rb_prev(const struct mt_rb_node *n)
 {
 	return step(n, 0);
-}
-
-struct mt_rb_node *mt_rb_lower_bound(const struct mt_rb_tree *t, const void *key, mt_rb_key_fn cmp)
-{
-	struct mt_rb_node *n = t->root, *best = NULL;
-
-	while (n) {
-		if (cmp(key, n) <= 0) {
-			best = n;
-			n = n->child[0];
-		} else {
-			n = n->child[1];
-		}
-	}
-	return best;
-}
-
-struct mt_rb_node *mt_rb_floor(const struct mt_rb_tree *t, const void *key, mt_rb_key_fn cmp)
-{
-	struct mt_rb_node *n = t->root, *best = NULL;
-
-	while (n) {
-		if (cmp(key, n) >= 0) {
-			best = n;
-			n = n->child[1];
-		} else {
-			n = n->child[0];
-		}
-	}
-	return best;
-}
-
-struct mt_rb_node *mt_rb_find(const struct mt_rb_tree *t, const void *key, mt_rb_key_fn cmp)
-{
-	struct mt_rb_node *n = mt_rb_lower_bound(t, key, cmp);
-
-	return n && cmp(key, n) == 0 ? n : NULL;
 }
 
 /* Black height of the subtree at n, or -1 when an invariant is broken. */
