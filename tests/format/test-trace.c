@@ -66,6 +66,7 @@ static void write_trace(const char *path, struct expected *all, uint32_t *procs,
 	CHECK(mt_writer_open(w, path, 0) == -ENOENT);
 	CHECK(*mt_writer_message(w) != '\0');
 	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	CHECK(strcmp(mt_writer_message(w), "") == 0);
 	CHECK(mt_writer_set_meta(w, "command_line", "python train.py") == 0);
 	CHECK(mt_writer_set_meta(w, "capture", "as-is") == 0);
 	CHECK(mt_writer_set_meta(w, "capture", "requests") == 0);
