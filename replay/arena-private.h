@@ -38,6 +38,7 @@ struct mt_arena_block {
 	uint64_t address;
 	uint64_t bytes;
 	uint64_t stream;
+	uint64_t requested;                 /* allocated: bytes the owner was asked for */
 	struct mt_arena_block *prev, *next; /* address neighbours in the segment */
 	struct mt_arena_segment *segment;
 	struct mt_rb_node node; /* in the free tree while free */
@@ -67,6 +68,7 @@ struct mt_arena {
 	struct mt_rb_tree segments;   /* by address */
 	struct mt_addrmap live;       /* address -> allocated block */
 	uint64_t allocated;           /* bytes of allocated blocks */
+	uint64_t requested;           /* their requested bytes */
 	uint64_t reserved;            /* bytes of segments */
 	struct mt_arena_block *spare; /* recycled block records (linked by next) */
 };
@@ -80,15 +82,16 @@ void mt_arena_release(struct mt_arena *a);
 int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
                          uint64_t tag);
 
-/* Serves bytes (already rounded by the owner) from a free block of this
+/* Serves bytes (already rounded by the owner; `requested` is what the
+ * program asked for, kept with the block) from a free block of this
  * stream (any stream when per_stream is off). *granted receives the
  * block's size (bytes, or a little more when the remainder was too small to
  * split). Returns 0, -ENOSPC when no free block fits, or -ENOMEM. */
-int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
-                   uint64_t *granted);
+int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+                   uint64_t *address, uint64_t *granted);
 /* As mt_arena_alloc, from a free block of any stream (best fit only). */
-int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
-                       uint64_t *granted);
+int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+                       uint64_t *address, uint64_t *granted);
 
 /* Frees the block at address (freed on `stream`). *bytes receives its size.
  * Returns 0 or -ENOENT when no allocated block starts there. */

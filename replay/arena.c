@@ -215,8 +215,8 @@ static struct mt_arena_block *find_fit(struct mt_arena *a, uint64_t bytes, uint6
 	return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
 }
 
-static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, uint64_t stream,
-                uint64_t *address, uint64_t *granted)
+static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, uint64_t requested,
+                uint64_t stream, uint64_t *address, uint64_t *granted)
 {
 	if (b->bytes - bytes >= a->min_split) {
 		struct mt_arena_block *rest = new_block(a);
@@ -245,21 +245,23 @@ static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, ui
 	b->allocated = true;
 	b->stream = a->per_stream ? stream : 0;
 	b->segment->used += b->bytes;
+	b->requested = requested;
 	a->allocated += b->bytes;
+	a->requested += requested;
 	*address = b->address;
 	*granted = b->bytes;
 	return 0;
 }
 
-int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
-                   uint64_t *granted)
+int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+                   uint64_t *address, uint64_t *granted)
 {
 	struct mt_arena_block *b = find_fit(a, bytes, a->per_stream ? stream : 0);
-	return b ? take(a, b, bytes, stream, address, granted) : -ENOSPC;
+	return b ? take(a, b, bytes, requested, stream, address, granted) : -ENOSPC;
 }
 
-int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
-                       uint64_t *granted)
+int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+                       uint64_t *address, uint64_t *granted)
 {
 	/* Visit each stream present in the free tree once: its fit, then jump
 	 * past the stream. */
@@ -268,7 +270,7 @@ int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint
 		uint64_t s = BLOCK(n)->stream;
 		struct mt_arena_block *b = find_fit(a, bytes, s);
 		if (b)
-			return take(a, b, bytes, stream, address, granted);
+			return take(a, b, bytes, requested, stream, address, granted);
 		if (s == UINT64_MAX)
 			break;
 		struct fit_key k = { s + 1, 0, 0 };
@@ -292,6 +294,7 @@ int mt_arena_free(struct mt_arena *a, uint64_t address, uint64_t stream, uint64_
 	*bytes = b->bytes;
 	b->segment->used -= b->bytes;
 	a->allocated -= b->bytes;
+	a->requested -= b->requested;
 	b->stream = a->per_stream ? stream : 0;
 	struct mt_arena_block *p = b->prev, *n = b->next;
 	if (p && !p->allocated) {
@@ -332,6 +335,7 @@ int mt_arena_release_segments(struct mt_arena *a, bool all, uint64_t keep_bytes,
 			if (b->allocated) {
 				mt_addrmap_remove(&a->live, b->address, NULL);
 				a->allocated -= b->bytes;
+				a->requested -= b->requested;
 			} else {
 				erase_free(a, b);
 			}
