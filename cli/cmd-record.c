@@ -135,8 +135,6 @@ int mt_cmd_record(int argc, char **argv)
 		cli_error("record", "%s", err);
 		return CLI_EXIT_FAILURE;
 	}
-	fprintf(stderr, "memtrace record: %s into %s\n", mt_record_capture_note(run),
-	        mt_record_output(run));
 	if (mt_record_exec(run, &status, err, sizeof(err)) < 0) {
 		cli_error("record", "%s", err);
 		mt_record_run_free(run);

@@ -45,8 +45,7 @@ static struct {
 	int (*nvml_processes)(nvml_device_t, unsigned *, struct nvml_process_info *);
 	bool nvml_ok;
 	nvml_device_t nvml_dev[MT_INJECT_MAX_DEVICES];
-	unsigned seen; /* devices with a row (bit per ordinal < 64) */
-	uint64_t seen_mask;
+	uint64_t seen_mask; /* devices with a row, bit per ordinal < 64 */
 } lib = { .once = PTHREAD_ONCE_INIT };
 
 static void load(void)

@@ -25,7 +25,6 @@ struct mt_record_run {
 	char **env; /* NULL-terminated, owned strings */
 	size_t env_len, env_cap;
 	char output[PATH_MAX];
-	char capture_note[256];
 };
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -358,8 +357,6 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 		rc = env_set(run, "MEMTRACE_SAMPLE_MS", num);
 	if (opts->capture == MT_CAPTURE_AS_IS) {
 		capture = "as-is";
-		snprintf(run->capture_note, sizeof(run->capture_note),
-		         "capture as-is: only what reaches the driver");
 	} else if ((python = runs_python(run->argv[0]))) {
 		/* sitecustomize.py beside the library attaches the PyTorch bridge
 		 * (or falls back to a driver-level allocator) and says which. */
@@ -370,12 +367,8 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 		snprintf(bridge, sizeof(bridge), "%s/torch-bridge.cpp", dir);
 		if (rc == 0)
 			rc = env_set(run, "MEMTRACE_TORCH_BRIDGE", bridge);
-		snprintf(run->capture_note, sizeof(run->capture_note),
-		         "capture requests: Python frameworks through their allocator hooks");
 	} else {
 		capture = "requests (driver API)";
-		snprintf(run->capture_note, sizeof(run->capture_note),
-		         "capture requests: the program's CUDA allocation calls");
 	}
 	if (rc == 0)
 		rc = env_set(run, "MEMTRACE_CAPTURE", capture);
@@ -435,11 +428,6 @@ out:
 const char *mt_record_output(const struct mt_record_run *run)
 {
 	return run->output;
-}
-
-const char *mt_record_capture_note(const struct mt_record_run *run)
-{
-	return run->capture_note;
 }
 
 static volatile sig_atomic_t child_pid;

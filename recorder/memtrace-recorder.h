@@ -69,10 +69,8 @@ struct mt_record_run;
 int mt_record_prepare(const struct mt_record_options *opts, char *const *argv,
                       struct mt_record_run **run, char *err, size_t errlen);
 
-/* The trace path the run writes (with '%p' unexpanded), the capture it
- * announced and the list of variables it set ("A=1 B=2"). Owned by run. */
+/* The absolute trace path the run writes ('%p' unexpanded). Owned by run. */
 const char *mt_record_output(const struct mt_record_run *run);
-const char *mt_record_capture_note(const struct mt_record_run *run);
 
 /* Starts the program with the prepared environment, forwards SIGINT,
  * SIGTERM, SIGHUP and SIGQUIT to it, waits, and stores its exit status the
