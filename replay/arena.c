@@ -13,6 +13,7 @@
 struct fit_key {
 	uint64_t stream;
 	uint64_t bytes;
+	uint64_t seq;
 	uint64_t address;
 };
 
@@ -24,6 +25,15 @@ static int cmp_u64(uint64_t a, uint64_t b)
 #define BLOCK(n) mt_rb_entry(n, struct mt_arena_block, node)
 #define SEGMENT(n) mt_rb_entry(n, struct mt_arena_segment, node)
 
+/* Blocks are ordered by (segment creation, address), never by address
+ * alone: the cuda backend's addresses differ from run to run and from the
+ * sim backend's, and a replay must choose alike on both. */
+static int pos_cmp(uint64_t seq_a, uint64_t addr_a, const struct mt_arena_block *b)
+{
+	int c = cmp_u64(seq_a, b->seq);
+	return c ? c : cmp_u64(addr_a, b->address);
+}
+
 static int best_key_cmp(const void *key, const struct mt_rb_node *n)
 {
 	const struct fit_key *k = key;
@@ -31,39 +41,24 @@ static int best_key_cmp(const void *key, const struct mt_rb_node *n)
 	int c = cmp_u64(k->stream, b->stream);
 	if (!c)
 		c = cmp_u64(k->bytes, b->bytes);
-	return c ? c : cmp_u64(k->address, b->address);
+	return c ? c : pos_cmp(k->seq, k->address, b);
 }
 
 static int best_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
 	const struct mt_arena_block *x = BLOCK(a);
-	struct fit_key k = { x->stream, x->bytes, x->address };
+	struct fit_key k = { x->stream, x->bytes, x->seq, x->address };
 	return best_key_cmp(&k, b);
-}
-
-static int first_key_cmp(const void *key, const struct mt_rb_node *n)
-{
-	const struct fit_key *k = key;
-	const struct mt_arena_block *b = BLOCK(n);
-	int c = cmp_u64(k->stream, b->stream);
-	return c ? c : cmp_u64(k->address, b->address);
 }
 
 static int first_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
-	const struct mt_arena_block *x = BLOCK(a);
-	struct fit_key k = { x->stream, 0, x->address };
-	return first_key_cmp(&k, b);
-}
-
-static int segment_key_cmp(const void *key, const struct mt_rb_node *n)
-{
-	return cmp_u64(*(const uint64_t *)key, SEGMENT(n)->address);
+	return pos_cmp(BLOCK(a)->seq, BLOCK(a)->address, BLOCK(b));
 }
 
 static int segment_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
-	return segment_key_cmp(&SEGMENT(a)->address, b);
+	return cmp_u64(SEGMENT(a)->seq, SEGMENT(b)->seq);
 }
 
 void mt_arena_init(struct mt_arena *a, enum mt_arena_fit fit, bool per_stream, uint64_t min_split)
@@ -133,7 +128,7 @@ static void insert_free(struct mt_arena *a, struct mt_arena_block *b)
 	}
 	unsigned c = size_class(b->bytes);
 	mt_rb_insert(&a->classes[c], &b->node, first_cmp);
-	if (!a->class_min[c] || b->address < a->class_min[c]->address)
+	if (!a->class_min[c] || first_cmp(&b->node, &a->class_min[c]->node) < 0)
 		a->class_min[c] = b;
 	a->class_bits[c / 64] |= 1ull << (c % 64);
 }
@@ -164,12 +159,16 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
 		free(b);
 		return -ENOMEM;
 	}
-	*seg = (struct mt_arena_segment){
-		.address = address, .bytes = bytes, .stream = stream, .tag = tag, .first = b
-	};
+	*seg = (struct mt_arena_segment){ .address = address,
+		                          .bytes = bytes,
+		                          .stream = stream,
+		                          .tag = tag,
+		                          .seq = a->next_seq++,
+		                          .first = b };
 	*b = (struct mt_arena_block){ .address = address,
 		                      .bytes = bytes,
 		                      .stream = a->per_stream ? stream : 0,
+		                      .seq = seg->seq,
 		                      .segment = seg };
 	mt_rb_insert(&a->segments, &seg->node, segment_cmp);
 	insert_free(a, b);
@@ -177,7 +176,8 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
 	return 0;
 }
 
-/* First fit: the lowest-addressed free block of at least bytes. Every
+/* First fit: the lowest-placed free block (by segment creation, then
+ * address) of at least bytes. Every
  * block of a class above the request's fits, so only the request's own
  * class needs a scan, and only below the best address found above. */
 static struct mt_arena_block *first_fit(struct mt_arena *a, uint64_t bytes)
@@ -191,13 +191,13 @@ static struct mt_arena_block *first_fit(struct mt_arena *a, uint64_t bytes)
 			continue;
 		}
 		k += (unsigned)__builtin_ctzll(bits);
-		if (!best || a->class_min[k]->address < best->address)
+		if (!best || first_cmp(&a->class_min[k]->node, &best->node) < 0)
 			best = a->class_min[k];
 		k++;
 	}
 	for (struct mt_rb_node *n = a->class_min[c] ? &a->class_min[c]->node : NULL; n;
 	     n = mt_rb_next(n)) {
-		if (best && BLOCK(n)->address > best->address)
+		if (best && first_cmp(n, &best->node) > 0)
 			break;
 		if (BLOCK(n)->bytes >= bytes)
 			return BLOCK(n);
@@ -210,7 +210,7 @@ static struct mt_arena_block *find_fit(struct mt_arena *a, uint64_t bytes, uint6
 {
 	if (a->fit == MT_ARENA_FIRST_FIT)
 		return first_fit(a, bytes);
-	struct fit_key k = { stream, bytes, 0 };
+	struct fit_key k = { stream, bytes, 0, 0 };
 	struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
 	return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
 }
@@ -227,6 +227,7 @@ static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, ui
 			                         .stream = b->stream,
 			                         .prev = b,
 			                         .next = b->next,
+			                         .seq = b->seq,
 			                         .segment = b->segment };
 		erase_free(a, b);
 		if (b->next)
@@ -273,7 +274,7 @@ int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t requested, u
 			return take(a, b, bytes, requested, stream, address, granted);
 		if (s == UINT64_MAX)
 			break;
-		struct fit_key k = { s + 1, 0, 0 };
+		struct fit_key k = { s + 1, 0, 0, 0 };
 		n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
 	}
 	return -ENOSPC;

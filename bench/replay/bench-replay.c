@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu-warmup.h"
 #include "memtrace-replay.h"
 #include "synth-stream.h"
 
@@ -108,12 +109,14 @@ static void cuda_latency(void)
 {
 	struct mt_backend *probe = NULL;
 	char err[256], a[32], b[32], c[32];
-	uint64_t free0, free1, total;
+	uint64_t free_cold, free0, free1, total;
 	if (mt_backend_create(&probe, MT_BACKEND_CUDA, 0, 0, err, sizeof(err)) < 0) {
 		printf("\n## cuda: skipped (%s)\n", err);
 		return;
 	}
 	struct mt_request_stream *s = synthetic(100000, 300, 64ull << 20);
+	mt_backend_mem_info(probe, &free_cold, &total);
+	gpu_warmup();
 	mt_backend_mem_info(probe, &free0, &total);
 	printf("\n## cuda host latency per alloc/free (%llu events, lower bound %s)\n",
 	       (unsigned long long)mt_request_stream_events(s),
@@ -131,8 +134,10 @@ static void cuda_latency(void)
 		mt_replay_result_release(&r);
 	}
 	mt_backend_mem_info(probe, &free1, &total);
-	printf("device free memory before %llu, after %llu: %s\n", (unsigned long long)free0,
-	       (unsigned long long)free1, free0 == free1 ? "equal" : "DIFFERENT");
+	printf("device free memory after warm-up %llu, after every policy %llu: %s (the "
+	       "driver's own first-use memory: %lld bytes)\n",
+	       (unsigned long long)free0, (unsigned long long)free1,
+	       free0 == free1 ? "equal" : "DIFFERENT", (long long)(free_cold - free0));
 	mt_request_stream_free(s);
 	mt_backend_destroy(probe);
 }
