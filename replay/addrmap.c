@@ -49,7 +49,7 @@ static int grow(struct mt_addrmap *m)
 
 int mt_addrmap_put(struct mt_addrmap *m, uint64_t key, uint64_t value)
 {
-	if (!m->slots || (m->count + 1) * 4 > (m->mask + 1) * 3) {
+	if (!m->slots || (m->count + 1) * 2 > m->mask + 1) { /* load <= 1/2: short chains */
 		int rc = grow(m);
 		if (rc < 0)
 			return rc;

@@ -6,15 +6,14 @@
  * arena; the arena splits free blocks to serve requests and merges a freed
  * block with free address neighbours of its segment. Free blocks sit in
  * intrusive red-black trees ordered for the chosen fit: best fit, one tree
- * by (stream, size, position); first fit, one tree per size class (4
+ * by (stream, size, position); first fit, one tree per size class (8
  * classes per power of two) ordered by position with each class's lowest
- * block cached, so the first fit is the lowest of the cached minima of the
- * classes above the request's and the first fitting block of its own
- * class. A position is (segment creation number, address): never the
- * address alone, which differs between backends and runs, so that sim and
- * cuda replays choose the same blocks. With per_stream set (best fit only) a block freed on stream s
- * serves stream s first (mt_arena_alloc), others only when asked
- * (mt_arena_alloc_any).
+ * block in a tournament tree, so the first fit is the lower of the
+ * tournament's minimum over the classes above the request's and the first
+ * fitting block of its own class: O(log classes) plus a short scan. A position is (segment creation
+ * number, address): never the address alone, which differs between backends and runs, so that sim
+ * and cuda replays choose the same blocks. With per_stream set (best fit only) a block freed on
+ * stream s serves stream s first (mt_arena_alloc), others only when asked (mt_arena_alloc_any).
  * Allocated blocks are found by address through a hash map.
  */
 #ifndef MEMTRACE_ARENA_PRIVATE_H
@@ -34,7 +33,7 @@ enum mt_arena_fit {
 
 struct mt_arena_segment;
 
-#define MT_ARENA_CLASSES 256
+#define MT_ARENA_CLASSES 512
 
 struct mt_arena_block {
 	uint64_t address;
@@ -64,11 +63,11 @@ struct mt_arena {
 	bool per_stream;
 	uint64_t min_split;          /* remainders smaller than this stay in the block */
 	struct mt_rb_tree free_tree; /* best fit: free blocks */
-	/* first fit: free blocks per size class, lowest address of each, and
-	 * a bitmap of the non-empty classes */
+	/* first fit: free blocks per size class, and a tournament tree over
+	 * the classes' lowest blocks (leaf MT_ARENA_CLASSES + c: class c's
+	 * lowest; inner nodes: the lower of their children; NULL: none) */
 	struct mt_rb_tree classes[MT_ARENA_CLASSES];
-	struct mt_arena_block *class_min[MT_ARENA_CLASSES];
-	uint64_t class_bits[MT_ARENA_CLASSES / 64];
+	struct mt_arena_block *class_min[2 * MT_ARENA_CLASSES];
 	struct mt_rb_tree segments; /* by creation (seq) */
 	uint64_t next_seq;
 	struct mt_addrmap live;       /* address -> allocated block */

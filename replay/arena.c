@@ -113,10 +113,27 @@ static struct mt_arena_block *new_block(struct mt_arena *a)
 	return malloc(sizeof(*b));
 }
 
+/* 8 classes per power of two: [2^e + k 2^(e-3), 2^e + (k+1) 2^(e-3)) */
 static unsigned size_class(uint64_t x)
 {
 	unsigned e = 63u - (unsigned)__builtin_clzll(x | 1);
-	return e < 2 ? (unsigned)x : e * 4 + (unsigned)((x >> (e - 2)) & 3);
+	return e < 3 ? (unsigned)x : e * 8 + (unsigned)((x >> (e - 3)) & 7);
+}
+
+static struct mt_arena_block *lower(struct mt_arena_block *x, struct mt_arena_block *y)
+{
+	if (!x || !y)
+		return x ? x : y;
+	return first_cmp(&x->node, &y->node) <= 0 ? x : y;
+}
+
+/* Sets class c's lowest block and replays the tournament above it. */
+static void set_class_min(struct mt_arena *a, unsigned c, struct mt_arena_block *b)
+{
+	size_t i = MT_ARENA_CLASSES + c;
+	a->class_min[i] = b;
+	for (i /= 2; i >= 1; i /= 2)
+		a->class_min[i] = lower(a->class_min[2 * i], a->class_min[2 * i + 1]);
 }
 
 static void insert_free(struct mt_arena *a, struct mt_arena_block *b)
@@ -128,9 +145,9 @@ static void insert_free(struct mt_arena *a, struct mt_arena_block *b)
 	}
 	unsigned c = size_class(b->bytes);
 	mt_rb_insert(&a->classes[c], &b->node, first_cmp);
-	if (!a->class_min[c] || first_cmp(&b->node, &a->class_min[c]->node) < 0)
-		a->class_min[c] = b;
-	a->class_bits[c / 64] |= 1ull << (c % 64);
+	struct mt_arena_block *m = a->class_min[MT_ARENA_CLASSES + c];
+	if (!m || first_cmp(&b->node, &m->node) < 0)
+		set_class_min(a, c, b);
 }
 
 static void erase_free(struct mt_arena *a, struct mt_arena_block *b)
@@ -140,13 +157,10 @@ static void erase_free(struct mt_arena *a, struct mt_arena_block *b)
 		return;
 	}
 	unsigned c = size_class(b->bytes);
-	if (a->class_min[c] == b) {
-		struct mt_rb_node *n = mt_rb_next(&b->node);
-		a->class_min[c] = n ? BLOCK(n) : NULL;
-	}
+	struct mt_rb_node *next = mt_rb_next(&b->node);
 	mt_rb_erase(&a->classes[c], &b->node);
-	if (!a->classes[c].count)
-		a->class_bits[c / 64] &= ~(1ull << (c % 64));
+	if (a->class_min[MT_ARENA_CLASSES + c] == b)
+		set_class_min(a, c, next ? BLOCK(next) : NULL);
 }
 
 int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
@@ -184,19 +198,16 @@ static struct mt_arena_block *first_fit(struct mt_arena *a, uint64_t bytes)
 {
 	unsigned c = size_class(bytes);
 	struct mt_arena_block *best = NULL;
-	for (unsigned k = c + 1; k < MT_ARENA_CLASSES;) {
-		uint64_t bits = a->class_bits[k / 64] >> (k % 64);
-		if (!bits) {
-			k = (k / 64 + 1) * 64;
-			continue;
-		}
-		k += (unsigned)__builtin_ctzll(bits);
-		if (!best || first_cmp(&a->class_min[k]->node, &best->node) < 0)
-			best = a->class_min[k];
-		k++;
+	/* tournament minimum over classes [c + 1, CLASSES) */
+	for (size_t lo = MT_ARENA_CLASSES + c + 1, hi = 2 * MT_ARENA_CLASSES; lo < hi;
+	     lo /= 2, hi /= 2) {
+		if (lo & 1)
+			best = lower(best, a->class_min[lo++]);
+		if (hi & 1)
+			best = lower(best, a->class_min[--hi]);
 	}
-	for (struct mt_rb_node *n = a->class_min[c] ? &a->class_min[c]->node : NULL; n;
-	     n = mt_rb_next(n)) {
+	struct mt_arena_block *own = a->class_min[MT_ARENA_CLASSES + c];
+	for (struct mt_rb_node *n = own ? &own->node : NULL; n; n = mt_rb_next(n)) {
 		if (best && first_cmp(n, &best->node) > 0)
 			break;
 		if (BLOCK(n)->bytes >= bytes)
