@@ -407,7 +407,7 @@ int mt_cmd_replay(int argc, char **argv)
 		if (interrupted)
 			cli_error(CMD, "interrupted");
 		else
-			cli_error(CMD, "%s: %s", path, err);
+			cli_error(CMD, "%s", err); /* the reader names the file */
 		return interrupted ? 130 : CLI_EXIT_FAILURE;
 	}
 

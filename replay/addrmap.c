@@ -9,9 +9,10 @@
 
 static inline size_t slot_of(uint64_t key, size_t mask)
 {
-	/* Fibonacci hashing: addresses share low zero bits, so mix them all. */
-	uint64_t h = key * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h ^ (h >> 29)) & mask;
+	/* Fibonacci hashing: the product's high bits mix every bit of the key
+	 * (addresses share many low zero bits, so the low bits would not). */
+	unsigned bits = (unsigned)__builtin_popcountll(mask);
+	return bits ? (size_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - bits)) : 0;
 }
 
 void mt_addrmap_init(struct mt_addrmap *m)

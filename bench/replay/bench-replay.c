@@ -2,7 +2,7 @@
  * asserts nothing (bench/RESULTS.md keeps the latest, with date and
  * machine).
  *
- *   bench-replay [--events N] [--planned N] [--cuda] [TRACE.db...]
+ *   bench-replay [--events N] [--planned N] [--policy NAME] [--cuda] [TRACE.db...]
  *
  * 1. sim: events per second of every online policy on a synthetic stream
  *    of N alloc/free events (default 10 M), and on each TRACE given;
@@ -60,6 +60,8 @@ static int run(const struct mt_request_stream *s, const char *policy, enum mt_ba
 	return rc;
 }
 
+static const char *only; /* --policy: one policy alone */
+
 static void sim_speed(const char *label, const struct mt_request_stream *s)
 {
 	char a[32], b[32];
@@ -69,7 +71,7 @@ static void sim_speed(const char *label, const struct mt_request_stream *s)
 	printf("%-10s %14s %12s %10s\n", "policy", "events/s", "peak reserved", "seconds");
 	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++) {
 		struct mt_replay_result r;
-		if ((*p)->flags & MT_POLICY_OFFLINE)
+		if (((*p)->flags & MT_POLICY_OFFLINE) || (only && strcmp(only, (*p)->name)))
 			continue;
 		if (run(s, (*p)->name, MT_BACKEND_SIM, false, &r) == 0)
 			printf("%-10s %14.0f %12s %10.3f\n", (*p)->name,
@@ -152,6 +154,8 @@ int main(int argc, char **argv)
 			events = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--planned") && i + 1 < argc)
 			planned = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+			only = argv[++i];
 		else if (!strcmp(argv[i], "--cuda"))
 			cuda = true;
 		else {
