@@ -13,6 +13,7 @@
 struct fit_key {
 	uint64_t stream;
 	uint64_t bytes;
+	uint64_t seq;
 	uint64_t address;
 };
 
@@ -24,6 +25,15 @@ static int cmp_u64(uint64_t a, uint64_t b)
 #define BLOCK(n) mt_rb_entry(n, struct mt_arena_block, node)
 #define SEGMENT(n) mt_rb_entry(n, struct mt_arena_segment, node)
 
+/* Blocks are ordered by (segment creation, address), never by address
+ * alone: the cuda backend's addresses differ from run to run and from the
+ * sim backend's, and a replay must choose alike on both. */
+static int pos_cmp(uint64_t seq_a, uint64_t addr_a, const struct mt_arena_block *b)
+{
+	int c = cmp_u64(seq_a, b->seq);
+	return c ? c : cmp_u64(addr_a, b->address);
+}
+
 static int best_key_cmp(const void *key, const struct mt_rb_node *n)
 {
 	const struct fit_key *k = key;
@@ -31,39 +41,24 @@ static int best_key_cmp(const void *key, const struct mt_rb_node *n)
 	int c = cmp_u64(k->stream, b->stream);
 	if (!c)
 		c = cmp_u64(k->bytes, b->bytes);
-	return c ? c : cmp_u64(k->address, b->address);
+	return c ? c : pos_cmp(k->seq, k->address, b);
 }
 
 static int best_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
 	const struct mt_arena_block *x = BLOCK(a);
-	struct fit_key k = { x->stream, x->bytes, x->address };
+	struct fit_key k = { x->stream, x->bytes, x->seq, x->address };
 	return best_key_cmp(&k, b);
-}
-
-static int first_key_cmp(const void *key, const struct mt_rb_node *n)
-{
-	const struct fit_key *k = key;
-	const struct mt_arena_block *b = BLOCK(n);
-	int c = cmp_u64(k->stream, b->stream);
-	return c ? c : cmp_u64(k->address, b->address);
 }
 
 static int first_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
-	const struct mt_arena_block *x = BLOCK(a);
-	struct fit_key k = { x->stream, 0, x->address };
-	return first_key_cmp(&k, b);
-}
-
-static int segment_key_cmp(const void *key, const struct mt_rb_node *n)
-{
-	return cmp_u64(*(const uint64_t *)key, SEGMENT(n)->address);
+	return pos_cmp(BLOCK(a)->seq, BLOCK(a)->address, BLOCK(b));
 }
 
 static int segment_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
-	return segment_key_cmp(&SEGMENT(a)->address, b);
+	return cmp_u64(SEGMENT(a)->seq, SEGMENT(b)->seq);
 }
 
 void mt_arena_init(struct mt_arena *a, enum mt_arena_fit fit, bool per_stream, uint64_t min_split)
@@ -118,10 +113,27 @@ static struct mt_arena_block *new_block(struct mt_arena *a)
 	return malloc(sizeof(*b));
 }
 
+/* 8 classes per power of two: [2^e + k 2^(e-3), 2^e + (k+1) 2^(e-3)) */
 static unsigned size_class(uint64_t x)
 {
 	unsigned e = 63u - (unsigned)__builtin_clzll(x | 1);
-	return e < 2 ? (unsigned)x : e * 4 + (unsigned)((x >> (e - 2)) & 3);
+	return e < 3 ? (unsigned)x : e * 8 + (unsigned)((x >> (e - 3)) & 7);
+}
+
+static struct mt_arena_block *lower(struct mt_arena_block *x, struct mt_arena_block *y)
+{
+	if (!x || !y)
+		return x ? x : y;
+	return first_cmp(&x->node, &y->node) <= 0 ? x : y;
+}
+
+/* Sets class c's lowest block and replays the tournament above it. */
+static void set_class_min(struct mt_arena *a, unsigned c, struct mt_arena_block *b)
+{
+	size_t i = MT_ARENA_CLASSES + c;
+	a->class_min[i] = b;
+	for (i /= 2; i >= 1; i /= 2)
+		a->class_min[i] = lower(a->class_min[2 * i], a->class_min[2 * i + 1]);
 }
 
 static void insert_free(struct mt_arena *a, struct mt_arena_block *b)
@@ -133,9 +145,9 @@ static void insert_free(struct mt_arena *a, struct mt_arena_block *b)
 	}
 	unsigned c = size_class(b->bytes);
 	mt_rb_insert(&a->classes[c], &b->node, first_cmp);
-	if (!a->class_min[c] || b->address < a->class_min[c]->address)
-		a->class_min[c] = b;
-	a->class_bits[c / 64] |= 1ull << (c % 64);
+	struct mt_arena_block *m = a->class_min[MT_ARENA_CLASSES + c];
+	if (!m || first_cmp(&b->node, &m->node) < 0)
+		set_class_min(a, c, b);
 }
 
 static void erase_free(struct mt_arena *a, struct mt_arena_block *b)
@@ -145,13 +157,10 @@ static void erase_free(struct mt_arena *a, struct mt_arena_block *b)
 		return;
 	}
 	unsigned c = size_class(b->bytes);
-	if (a->class_min[c] == b) {
-		struct mt_rb_node *n = mt_rb_next(&b->node);
-		a->class_min[c] = n ? BLOCK(n) : NULL;
-	}
+	struct mt_rb_node *next = mt_rb_next(&b->node);
 	mt_rb_erase(&a->classes[c], &b->node);
-	if (!a->classes[c].count)
-		a->class_bits[c / 64] &= ~(1ull << (c % 64));
+	if (a->class_min[MT_ARENA_CLASSES + c] == b)
+		set_class_min(a, c, next ? BLOCK(next) : NULL);
 }
 
 int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
@@ -164,12 +173,16 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
 		free(b);
 		return -ENOMEM;
 	}
-	*seg = (struct mt_arena_segment){
-		.address = address, .bytes = bytes, .stream = stream, .tag = tag, .first = b
-	};
+	*seg = (struct mt_arena_segment){ .address = address,
+		                          .bytes = bytes,
+		                          .stream = stream,
+		                          .tag = tag,
+		                          .seq = a->next_seq++,
+		                          .first = b };
 	*b = (struct mt_arena_block){ .address = address,
 		                      .bytes = bytes,
 		                      .stream = a->per_stream ? stream : 0,
+		                      .seq = seg->seq,
 		                      .segment = seg };
 	mt_rb_insert(&a->segments, &seg->node, segment_cmp);
 	insert_free(a, b);
@@ -177,27 +190,25 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
 	return 0;
 }
 
-/* First fit: the lowest-addressed free block of at least bytes. Every
+/* First fit: the lowest-placed free block (by segment creation, then
+ * address) of at least bytes. Every
  * block of a class above the request's fits, so only the request's own
  * class needs a scan, and only below the best address found above. */
 static struct mt_arena_block *first_fit(struct mt_arena *a, uint64_t bytes)
 {
 	unsigned c = size_class(bytes);
 	struct mt_arena_block *best = NULL;
-	for (unsigned k = c + 1; k < MT_ARENA_CLASSES;) {
-		uint64_t bits = a->class_bits[k / 64] >> (k % 64);
-		if (!bits) {
-			k = (k / 64 + 1) * 64;
-			continue;
-		}
-		k += (unsigned)__builtin_ctzll(bits);
-		if (!best || a->class_min[k]->address < best->address)
-			best = a->class_min[k];
-		k++;
+	/* tournament minimum over classes [c + 1, CLASSES) */
+	for (size_t lo = MT_ARENA_CLASSES + c + 1, hi = 2 * MT_ARENA_CLASSES; lo < hi;
+	     lo /= 2, hi /= 2) {
+		if (lo & 1)
+			best = lower(best, a->class_min[lo++]);
+		if (hi & 1)
+			best = lower(best, a->class_min[--hi]);
 	}
-	for (struct mt_rb_node *n = a->class_min[c] ? &a->class_min[c]->node : NULL; n;
-	     n = mt_rb_next(n)) {
-		if (best && BLOCK(n)->address > best->address)
+	struct mt_arena_block *own = a->class_min[MT_ARENA_CLASSES + c];
+	for (struct mt_rb_node *n = own ? &own->node : NULL; n; n = mt_rb_next(n)) {
+		if (best && first_cmp(n, &best->node) > 0)
 			break;
 		if (BLOCK(n)->bytes >= bytes)
 			return BLOCK(n);
@@ -210,7 +221,7 @@ static struct mt_arena_block *find_fit(struct mt_arena *a, uint64_t bytes, uint6
 {
 	if (a->fit == MT_ARENA_FIRST_FIT)
 		return first_fit(a, bytes);
-	struct fit_key k = { stream, bytes, 0 };
+	struct fit_key k = { stream, bytes, 0, 0 };
 	struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
 	return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
 }
@@ -227,6 +238,7 @@ static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, ui
 			                         .stream = b->stream,
 			                         .prev = b,
 			                         .next = b->next,
+			                         .seq = b->seq,
 			                         .segment = b->segment };
 		erase_free(a, b);
 		if (b->next)
@@ -273,7 +285,7 @@ int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t requested, u
 			return take(a, b, bytes, requested, stream, address, granted);
 		if (s == UINT64_MAX)
 			break;
-		struct fit_key k = { s + 1, 0, 0 };
+		struct fit_key k = { s + 1, 0, 0, 0 };
 		n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
 	}
 	return -ENOSPC;

@@ -2,7 +2,7 @@
  * asserts nothing (bench/RESULTS.md keeps the latest, with date and
  * machine).
  *
- *   bench-replay [--events N] [--planned N] [--cuda] [TRACE.db...]
+ *   bench-replay [--events N] [--planned N] [--policy NAME] [--cuda] [TRACE.db...]
  *
  * 1. sim: events per second of every online policy on a synthetic stream
  *    of N alloc/free events (default 10 M), and on each TRACE given;
@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu-warmup.h"
 #include "memtrace-replay.h"
 #include "synth-stream.h"
 
@@ -59,6 +60,8 @@ static int run(const struct mt_request_stream *s, const char *policy, enum mt_ba
 	return rc;
 }
 
+static const char *only; /* --policy: one policy alone */
+
 static void sim_speed(const char *label, const struct mt_request_stream *s)
 {
 	char a[32], b[32];
@@ -68,7 +71,7 @@ static void sim_speed(const char *label, const struct mt_request_stream *s)
 	printf("%-10s %14s %12s %10s\n", "policy", "events/s", "peak reserved", "seconds");
 	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++) {
 		struct mt_replay_result r;
-		if ((*p)->flags & MT_POLICY_OFFLINE)
+		if (((*p)->flags & MT_POLICY_OFFLINE) || (only && strcmp(only, (*p)->name)))
 			continue;
 		if (run(s, (*p)->name, MT_BACKEND_SIM, false, &r) == 0)
 			printf("%-10s %14.0f %12s %10.3f\n", (*p)->name,
@@ -108,12 +111,14 @@ static void cuda_latency(void)
 {
 	struct mt_backend *probe = NULL;
 	char err[256], a[32], b[32], c[32];
-	uint64_t free0, free1, total;
+	uint64_t free_cold, free0, free1, total;
 	if (mt_backend_create(&probe, MT_BACKEND_CUDA, 0, 0, err, sizeof(err)) < 0) {
 		printf("\n## cuda: skipped (%s)\n", err);
 		return;
 	}
 	struct mt_request_stream *s = synthetic(100000, 300, 64ull << 20);
+	mt_backend_mem_info(probe, &free_cold, &total);
+	gpu_warmup();
 	mt_backend_mem_info(probe, &free0, &total);
 	printf("\n## cuda host latency per alloc/free (%llu events, lower bound %s)\n",
 	       (unsigned long long)mt_request_stream_events(s),
@@ -131,8 +136,10 @@ static void cuda_latency(void)
 		mt_replay_result_release(&r);
 	}
 	mt_backend_mem_info(probe, &free1, &total);
-	printf("device free memory before %llu, after %llu: %s\n", (unsigned long long)free0,
-	       (unsigned long long)free1, free0 == free1 ? "equal" : "DIFFERENT");
+	printf("device free memory after warm-up %llu, after every policy %llu: %s (the "
+	       "driver's own first-use memory: %lld bytes)\n",
+	       (unsigned long long)free0, (unsigned long long)free1,
+	       free0 == free1 ? "equal" : "DIFFERENT", (long long)(free_cold - free0));
 	mt_request_stream_free(s);
 	mt_backend_destroy(probe);
 }
@@ -147,6 +154,8 @@ int main(int argc, char **argv)
 			events = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--planned") && i + 1 < argc)
 			planned = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+			only = argv[++i];
 		else if (!strcmp(argv[i], "--cuda"))
 			cuda = true;
 		else {

@@ -21,13 +21,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "addrmap-private.h"
 #include "policy-private.h"
 
 extern const struct mt_policy_ops mt_policy_planned;
 
-#define LEAF 8 /* requests per tree leaf */
+#define LEAF 32 /* requests per tree leaf */
 
 struct planned {
 	struct mt_policy base;
@@ -78,6 +79,7 @@ struct planner {
 		uint64_t offset, end;
 	} * hits, *tmp; /* overlapping placed (offset, offset + size); tmp: radix buffer */
 	size_t nhits;
+	size_t (*count)[257]; /* the hit sort's histograms, one per byte of an offset */
 };
 
 /* Sort keys: (key1, key2, index) compared in that order. */
@@ -96,28 +98,37 @@ static int by_keys(const void *a, const void *b)
 	return (x->index > y->index) - (x->index < y->index);
 }
 
-/* Sorts hits by offset: LSD radix sort, 8 bits a pass, skipping the
- * bytes in which all offsets agree (qsort costs several times more). */
+/* Sorts hits by offset: LSD radix sort, 8 bits a pass from the lowest bit
+ * that varies, all passes' histograms counted in one sweep, passes whose
+ * digit is the same for every hit skipped (a comparison sort costs several
+ * times more). */
 static void sort_hits(struct planner *pl)
 {
 	struct hit *a = pl->hits, *b = pl->tmp;
+	size_t n = pl->nhits;
 	uint64_t all_or = 0, all_and = UINT64_MAX;
-	for (size_t i = 0; i < pl->nhits; i++) {
+	for (size_t i = 0; i < n; i++) {
 		all_or |= a[i].offset;
 		all_and &= a[i].offset;
 	}
-	/* offsets are multiples of the alignment: skip its zero bits */
-	unsigned low = all_or ? (unsigned)__builtin_ctzll(all_or) : 0;
-	for (unsigned shift = low; shift < 64; shift += 8) {
-		if (!(((all_or ^ all_and) >> shift) & 0xff))
-			continue;
-		size_t count[257] = { 0 };
-		for (size_t i = 0; i < pl->nhits; i++)
-			count[((a[i].offset >> shift) & 0xff) + 1]++;
-		for (int d = 0; d < 256; d++)
-			count[d + 1] += count[d];
-		for (size_t i = 0; i < pl->nhits; i++)
-			b[count[(a[i].offset >> shift) & 0xff]++] = a[i];
+	uint64_t vary = all_or ^ all_and;
+	if (!vary)
+		return;
+	unsigned low = (unsigned)__builtin_ctzll(vary);
+	unsigned digits = (64 - (unsigned)__builtin_clzll(vary) - low + 7) / 8;
+	size_t(*count)[257] = pl->count;
+	memset(count, 0, digits * sizeof(*count));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = a[i].offset >> low;
+		for (unsigned d = 0; d < digits; d++, k >>= 8)
+			count[d][(k & 0xff) + 1]++;
+	}
+	for (unsigned d = 0; d < digits; d++) {
+		unsigned shift = low + 8 * d;
+		for (int x = 0; x < 256; x++)
+			count[d][x + 1] += count[d][x];
+		for (size_t i = 0; i < n; i++)
+			b[count[d][(a[i].offset >> shift) & 0xff]++] = a[i];
 		struct hit *t = a;
 		a = b;
 		b = t;
@@ -217,8 +228,9 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	pl.max_end = calloc(2 * pl.leaves, sizeof(uint64_t));
 	pl.hits = malloc((n ? n : 1) * sizeof(*pl.hits));
 	pl.tmp = malloc((n ? n : 1) * sizeof(*pl.tmp));
-	if (!pl.hits || !pl.tmp || !pl.placed_end || !p->offset || !p->size || !p->bytes ||
-	    !order || !pl.by_start || !pl.pos || !pl.max_end)
+	pl.count = malloc(8 * sizeof(*pl.count));
+	if (!pl.hits || !pl.tmp || !pl.count || !pl.placed_end || !p->offset || !p->size ||
+	    !p->bytes || !order || !pl.by_start || !pl.pos || !pl.max_end)
 		goto out;
 	pl.size = p->size;
 	pl.offset = p->offset;
@@ -251,6 +263,7 @@ out:
 	free(pl.placed_end);
 	free(pl.hits);
 	free(pl.tmp);
+	free(pl.count);
 	return rc;
 }
 
