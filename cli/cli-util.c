@@ -1,10 +1,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,7 +67,7 @@ int cli_parse_size(const char *cmd, const char *option, const char *text, uint64
 {
 	if (mt_size_parse(text, bytes) < 0)
 		return cli_usage_error(cmd, "%s: '%s' is not a size (e.g. 24GiB, 512MB, 1e9)",
-				       option, text);
+		                       option, text);
 	return CLI_EXIT_OK;
 }
 
@@ -83,13 +86,95 @@ int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_
 	return CLI_EXIT_OK;
 }
 
+int cli_parse_count(const char *cmd, const char *option, const char *text, uint64_t *value)
+{
+	size_t len = text ? strlen(text) : 0;
+	char last = len ? text[len - 1] : 0;
+
+	/* a count is a size without binary units or a B: mt_size_parse's
+	 * exact decimal arithmetic, its refusals and its K/M/G/T suffixes */
+	if (!len || last == 'b' || last == 'B' || mt_size_parse(text, value) < 0)
+		return cli_usage_error(cmd, "%s: '%s' is not a count (e.g. 1000000, 1e6, 10M)",
+		                       option, text ? text : "");
+	return CLI_EXIT_OK;
+}
+
+int cli_bad_option(const char *cmd, int c, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+	if (c == ':')
+		return cli_usage_error(cmd, "option '%s' needs a value", arg);
+	if (optopt && optopt != '?' && !(arg[0] == '-' && arg[1] == '-'))
+		return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+	return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+char *cli_command_line(int argc, char **argv)
+{
+	size_t len = sizeof("memtrace");
+	char *line, *p;
+	int i;
+
+	for (i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	line = malloc(len);
+	if (!line)
+		return NULL;
+	p = line + sprintf(line, "memtrace");
+	for (i = 0; i < argc; i++)
+		p += sprintf(p, " %s", argv[i]);
+	return line;
+}
+
+int cli_keep_old(const char *cmd, const char *path)
+{
+	static const char *const suffixes[] = { "-wal", "-shm", "" };
+	struct stat st;
+	char from[PATH_MAX], to[PATH_MAX];
+	size_t i;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return CLI_EXIT_OK;
+		cli_error(cmd, "%s: %s", path, strerror(errno));
+		return CLI_EXIT_FAILURE;
+	}
+	/* the journal files of an earlier .old would attach themselves to the
+	 * file renamed over it */
+	for (i = 0; i < 2; i++) {
+		snprintf(to, sizeof(to), "%s.old%s", path, suffixes[i]);
+		if (unlink(to) < 0 && errno != ENOENT) {
+			cli_error(cmd, "cannot remove %s: %s", to, strerror(errno));
+			return CLI_EXIT_FAILURE;
+		}
+	}
+	/* journals first: a crash in between leaves the database beside the
+	 * journals it needs under one of the two names */
+	for (i = 0; i < 3; i++) {
+		if ((size_t)snprintf(from, sizeof(from), "%s%s", path, suffixes[i]) >=
+		            sizeof(from) ||
+		    (size_t)snprintf(to, sizeof(to), "%s.old%s", path, suffixes[i]) >= sizeof(to)) {
+			cli_error(cmd, "%s: path too long", path);
+			return CLI_EXIT_FAILURE;
+		}
+		if (rename(from, to) < 0 && (errno != ENOENT || !*suffixes[i])) {
+			cli_error(cmd, "cannot keep %s as %s: %s", from, to, strerror(errno));
+			return CLI_EXIT_FAILURE;
+		}
+	}
+	fprintf(stderr, "memtrace %s: kept the existing %s as %s\n", cmd, path, to);
+	return CLI_EXIT_OK;
+}
+
 int cli_print_json(json_t *value)
 {
 	int rc;
 
 	if (!value)
 		return CLI_EXIT_FAILURE;
-	rc = json_dumpf(value, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	rc = json_dumpf(value, stdout,
+	                JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 	json_decref(value);
 	if (rc < 0 || fputc('\n', stdout) == EOF || fflush(stdout) == EOF)
 		return CLI_EXIT_FAILURE;

@@ -42,6 +42,28 @@ int cli_parse_size(const char *cmd, const char *option, const char *text, uint64
 /* Parses a non-negative integer option the same way. */
 int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_t *value);
 
+/* Parses a count option: an integer, exponent form or a decimal suffix
+ * K, M, G, T ("1000000", "1e6", "10M", "2.5k"); binary units and a B suffix
+ * are refused, as are fractions of one. Usage line and CLI_EXIT_USAGE on
+ * garbage, else CLI_EXIT_OK. */
+int cli_parse_count(const char *cmd, const char *option, const char *text, uint64_t *value);
+
+/* Reports a getopt_long failure (c is what getopt_long returned: '?' for
+ * an unknown option, ':' for a missing value; the optstring must start
+ * with ':') as one usage line; returns CLI_EXIT_USAGE. */
+int cli_bad_option(const char *cmd, int c, char **argv);
+
+/* The command line of a subcommand (argv[0] is its name) as the user typed
+ * it, "memtrace " and argv joined by spaces, for the command_line meta;
+ * malloc'd, NULL when out of memory. */
+char *cli_command_line(int argc, char **argv);
+
+/* Before a command writes a new trace at path: an existing file there is
+ * kept by renaming it (with its -wal and -shm files) to path.old, replacing
+ * an earlier .old, and a note says so on stderr. Returns CLI_EXIT_OK, or
+ * prints one error line and returns CLI_EXIT_FAILURE. */
+int cli_keep_old(const char *cmd, const char *path);
+
 /* Prints a JSON value (steals the reference) on stdout with indentation and
  * a trailing newline. Returns CLI_EXIT_OK, or CLI_EXIT_FAILURE if value is
  * NULL (out of memory) or stdout fails. */
