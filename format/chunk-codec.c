@@ -3,12 +3,18 @@
 /* chunk-codec.c — the column-wise chunk codec (MT_CODEC_COLUMNS_ZSTD).
  *
  * A chunk's events, sorted by (ts, seq), are written column by column into
- * one raw buffer (timestamps as delta varints, sequence numbers, addresses
- * and sizes as zigzag-delta varints, streams and small enums run-length
- * coded), which is compressed as one zstd frame with a content checksum.
- * FORMAT.md ("Chunk blob") describes the bytes. Each kind's columns are
- * listed once (the *_COLUMNS macros) and expand into both the encoder and
- * the decoder, so the two cannot disagree.
+ * one raw buffer (timestamps as delta varints, sequence numbers and sizes as
+ * (zigzag-delta) varints, addresses predicted from the last address of the
+ * same size, streams and small enums run-length coded) behind a directory
+ * of column lengths, and compressed as one zstd frame with a content
+ * checksum. FORMAT.md ("Chunk blob") describes the bytes. Each kind's
+ * columns are listed once (the *_COLUMNS macros) and expand into both the
+ * encoder and the decoder, so the two cannot disagree.
+ *
+ * Speed: both sides walk the events in blocks of BLOCK events, all columns
+ * per block, so the events being worked on stay in cache (a column at a
+ * time over a whole chunk would stream the event array through memory once
+ * per column). Buffers live per thread and are reused.
  */
 
 #include <errno.h>
@@ -80,8 +86,66 @@ static inline bool get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *
 		*pp = p + 1;
 		return true;
 	}
-	return get_varint_slow(pp, end, v);
+	if (end - p < 10)
+		return get_varint_slow(pp, end, v);
+	/* At least 10 bytes left: no bounds checks inside. */
+	uint64_t x = 0;
+	for (unsigned shift = 0; shift < 63; shift += 7) {
+		uint64_t b = *p++;
+		x |= (b & 0x7f) << shift;
+		if (b < 0x80) {
+			*pp = p;
+			*v = x;
+			return true;
+		}
+	}
+	if (*p > 1)
+		return false;
+	*v = x | (uint64_t)*p << 63;
+	*pp = p + 1;
+	return true;
 }
+
+/* ---- address prediction by size ---------------------------------------------- */
+
+#define SIZE_SLOTS_BITS 10
+#define SIZE_SLOTS (1u << SIZE_SLOTS_BITS)
+
+struct size_predictor {
+	uint64_t last;
+	uint64_t value[SIZE_SLOTS];
+	uint8_t used[SIZE_SLOTS];
+};
+
+static inline size_t size_slot(uint64_t bytes)
+{
+	return (size_t)((bytes * 0x9e3779b97f4a7c15ull) >> (64 - SIZE_SLOTS_BITS));
+}
+
+static inline uint64_t size_predict(const struct size_predictor *sp, size_t slot)
+{
+	return sp->used[slot] ? sp->value[slot] : sp->last;
+}
+
+static inline void size_update(struct size_predictor *sp, size_t slot, uint64_t v)
+{
+	sp->value[slot] = v;
+	sp->used[slot] = 1;
+	sp->last = v;
+}
+
+/* Per-thread state, kept for the thread's life: zstd contexts (costly to
+ * set up), the address predictor's table and the raw column buffers. */
+struct codec_ctx {
+	ZSTD_CCtx *cctx;
+	ZSTD_DCtx *dctx;
+	struct size_predictor sizes;
+	uint8_t *enc_buf, *dec_buf;
+	size_t enc_cap, dec_cap;
+};
+
+/* Events per block (see the top of this file). */
+#define BLOCK 256
 
 /* ---- columns ---------------------------------------------------------------
  *
@@ -90,6 +154,10 @@ static inline bool get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *
  *   ZDELTA  zigzag varint of (v - previous v), wrapping, first vs 0
  *   END     zigzag varint of (v - ts of the same event), wrapping
  *   PLAIN   varint of v
+ *   BYSIZE  zigzag varint of (v - the value of the last event whose
+ *           alloc.bytes hashed to the same slot, or of the previous event if
+ *           none did); for addresses, which allocators hand out again for
+ *           requests of the same size (alloc.bytes comes first)
  *   RLE     runs: varint value, varint run length (>= 1), covering n events
  * Each column entry is C(TYPE, field, largest allowed value).
  */
@@ -99,8 +167,8 @@ static inline bool get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *
 	C(ZDELTA, ev->seq, UINT64_MAX)
 
 #define ALLOC_COLUMNS(C)                                                                           \
-	C(ZDELTA, ev->alloc.address, UINT64_MAX)                                                   \
-	C(ZDELTA, ev->alloc.bytes, UINT64_MAX)                                                     \
+	C(PLAIN, ev->alloc.bytes, UINT64_MAX)                                                      \
+	C(BYSIZE, ev->alloc.address, UINT64_MAX)                                                   \
 	C(RLE, ev->alloc.stream, UINT64_MAX)                                                       \
 	C(ZDELTA, ev->alloc.correlation, UINT64_MAX)                                               \
 	C(RLE, ev->alloc.reuse_delay, UINT64_MAX)                                                  \
@@ -184,11 +252,24 @@ static inline bool get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *
 		on_unknown;                                                                        \
 	}
 
+/* Number of columns of a kind (at most MAX_COLUMNS). */
+#define MAX_COLUMNS 16
+#define ONE(type, field, max) +1
+#define COUNT_COLUMNS(COLUMNS) count = COMMON_COLUMNS(ONE) COLUMNS(ONE)
+
+static size_t column_count(unsigned kind)
+{
+	size_t count = 0;
+	FOR_KIND(kind, COUNT_COLUMNS, count = 0);
+	return count;
+}
+
 /* Worst-case raw bytes per event of a column type and of a kind. */
 #define WIDTH_DELTA 10
 #define WIDTH_ZDELTA 10
 #define WIDTH_END 10
 #define WIDTH_PLAIN 10
+#define WIDTH_BYSIZE 10
 #define WIDTH_RLE 20
 #define WIDTH_OF(type, field, max) +WIDTH_##type
 #define SUM_WIDTH(COLUMNS) width = COMMON_COLUMNS(WIDTH_OF) COLUMNS(WIDTH_OF)
@@ -200,53 +281,182 @@ static size_t max_bytes_per_event(unsigned kind)
 	return width;
 }
 
+/* ---- per-thread state ---------------------------------------------------------- */
+
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+
+static void free_ctx(void *p)
+{
+	struct codec_ctx *c = p;
+	ZSTD_freeCCtx(c->cctx);
+	ZSTD_freeDCtx(c->dctx);
+	free(c->enc_buf);
+	free(c->dec_buf);
+	free(c);
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&ctx_key, free_ctx);
+}
+
+/* This thread's state, with a compression (compress) or decompression
+ * context; NULL when out of memory. */
+static struct codec_ctx *thread_ctx(int compress)
+{
+	pthread_once(&ctx_once, make_key);
+	struct codec_ctx *c = pthread_getspecific(ctx_key);
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c || pthread_setspecific(ctx_key, c) != 0) {
+			free(c);
+			return NULL;
+		}
+	}
+	if (compress && !c->cctx) {
+		ZSTD_CCtx *z = ZSTD_createCCtx();
+		if (!z ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_contentSizeFlag, 1))) {
+			ZSTD_freeCCtx(z);
+			return NULL;
+		}
+		c->cctx = z;
+	}
+	if (!compress && !c->dctx && !(c->dctx = ZSTD_createDCtx()))
+		return NULL;
+	return c;
+}
+
+/* Grows a per-thread buffer to at least len bytes; NULL when out of memory. */
+static uint8_t *scratch(uint8_t **buf, size_t *cap, size_t len)
+{
+	if (len > *cap) {
+		uint8_t *b = realloc(*buf, len);
+		if (!b)
+			return NULL;
+		*buf = b;
+		*cap = len;
+	}
+	return *buf;
+}
+
 /* ---- encoder ---------------------------------------------------------------- */
 
-#define ENC_DELTA(field) ENC_WITH(field, v_ - prev_)
-#define ENC_ZDELTA(field) ENC_WITH(field, zigzag(v_ - prev_))
-#define ENC_END(field) ENC_WITH(field, zigzag(v_ - ev->ts))
-#define ENC_PLAIN(field) ENC_WITH(field, v_)
-#define ENC_WITH(field, coded)                                                                     \
+/* Where a column is being written, and its running state. */
+struct enc_col {
+	uint8_t *start, *p;
+	uint64_t prev;
+	uint64_t run_value, run_len; /* RLE: the open run */
+};
+
+#define ENC_DELTA(cs, field) ENC_WITH(cs, field, v_ - cs->prev)
+#define ENC_ZDELTA(cs, field) ENC_WITH(cs, field, zigzag(v_ - cs->prev))
+#define ENC_END(cs, field) ENC_WITH(cs, field, zigzag(v_ - ev->ts))
+#define ENC_PLAIN(cs, field) ENC_WITH(cs, field, v_)
+#define ENC_WITH(cs, field, coded)                                                                 \
 	do {                                                                                       \
-		uint64_t prev_ = 0;                                                                \
-		for (size_t i_ = 0; i_ < n; i_++) {                                                \
+		uint8_t *p_ = cs->p;                                                               \
+		for (size_t i_ = base; i_ < lim; i_++) {                                           \
 			const struct mt_event *ev = &e[i_];                                        \
 			uint64_t v_ = (field);                                                     \
-			p = put_varint(p, coded);                                                  \
-			prev_ = v_;                                                                \
+			p_ = put_varint(p_, coded);                                                \
+			cs->prev = v_;                                                             \
 		}                                                                                  \
-		(void)prev_;                                                                       \
+		cs->p = p_;                                                                        \
 	} while (0)
-#define ENC_RLE(field)                                                                             \
+#define ENC_BYSIZE(cs, field)                                                                      \
 	do {                                                                                       \
-		size_t i_ = 0;                                                                     \
-		while (i_ < n) {                                                                   \
+		uint8_t *p_ = cs->p;                                                               \
+		for (size_t i_ = base; i_ < lim; i_++) {                                           \
 			const struct mt_event *ev = &e[i_];                                        \
 			uint64_t v_ = (field);                                                     \
-			size_t j_ = i_ + 1;                                                        \
-			for (; j_ < n; j_++) {                                                     \
-				ev = &e[j_];                                                       \
-				if ((uint64_t)(field) != v_)                                       \
-					break;                                                     \
+			size_t slot_ = size_slot(ev->alloc.bytes);                                 \
+			p_ = put_varint(p_, zigzag(v_ - size_predict(sizes, slot_)));              \
+			size_update(sizes, slot_, v_);                                             \
+		}                                                                                  \
+		cs->p = p_;                                                                        \
+	} while (0)
+#define ENC_RLE(cs, field)                                                                         \
+	do {                                                                                       \
+		for (size_t i_ = base; i_ < lim; i_++) {                                           \
+			const struct mt_event *ev = &e[i_];                                        \
+			uint64_t v_ = (field);                                                     \
+			if (cs->run_len > 0 && v_ == cs->run_value) {                              \
+				cs->run_len++;                                                     \
+				continue;                                                          \
 			}                                                                          \
-			p = put_varint(p, v_);                                                     \
-			p = put_varint(p, j_ - i_);                                                \
-			i_ = j_;                                                                   \
+			if (cs->run_len > 0) {                                                     \
+				cs->p = put_varint(cs->p, cs->run_value);                          \
+				cs->p = put_varint(cs->p, cs->run_len);                            \
+			}                                                                          \
+			cs->run_value = v_;                                                        \
+			cs->run_len = 1;                                                           \
 		}                                                                                  \
 	} while (0)
-#define ENC_COLUMN(type, field, max) ENC_##type(field);
+#define ENC_COLUMN(type, field, max)                                                               \
+	do {                                                                                       \
+		struct enc_col *cs_ = &col[c_++];                                                  \
+		ENC_##type(cs_, field);                                                            \
+	} while (0);
 #define ENC_ALL(COLUMNS)                                                                           \
 	do {                                                                                       \
 		COMMON_COLUMNS(ENC_COLUMN)                                                         \
 		COLUMNS(ENC_COLUMN)                                                                \
 	} while (0)
+/* Each column gets a region of n times its worst-case width. */
+#define ENC_REGION(type, field, max)                                                               \
+	col[c_].start = col[c_].p = region;                                                        \
+	region += n * WIDTH_##type;                                                                \
+	c_++;
+#define ENC_REGIONS(COLUMNS)                                                                       \
+	do {                                                                                       \
+		COMMON_COLUMNS(ENC_REGION)                                                         \
+		COLUMNS(ENC_REGION)                                                                \
+	} while (0)
 
-/* Writes the columns of n sorted events of `kind` at out; returns the end. */
-static uint8_t *encode_columns(unsigned kind, const struct mt_event *e, size_t n, uint8_t *out)
+/* Writes the directory and columns of n sorted events of `kind` into the
+ * thread's buffer; *raw_len receives their length. NULL when out of memory. */
+static uint8_t *encode_columns(unsigned kind, const struct mt_event *e, size_t n,
+                               struct codec_ctx *ctx, size_t *raw_len)
 {
+	size_t ncol = column_count(kind);
+	size_t head = ncol * 10;
+	uint8_t *out =
+	        scratch(&ctx->enc_buf, &ctx->enc_cap, head + n * max_bytes_per_event(kind) + 1);
+	if (!out)
+		return NULL;
+	struct enc_col col[MAX_COLUMNS] = { { 0 } };
+	struct size_predictor *sizes = &ctx->sizes;
+	memset(sizes->used, 0, sizeof(sizes->used));
+	sizes->last = 0;
+	uint8_t *region = out + head;
+	size_t c_ = 0;
+	FOR_KIND(kind, ENC_REGIONS, return NULL);
+	for (size_t base = 0; base < n; base += BLOCK) {
+		size_t lim = base + BLOCK < n ? base + BLOCK : n;
+		c_ = 0;
+		FOR_KIND(kind, ENC_ALL, return NULL);
+	}
+	/* Close the open runs, then pack directory and columns together
+	 * (each column moves down: the directory is at most `head` long). */
 	uint8_t *p = out;
-	FOR_KIND(kind, ENC_ALL, return NULL);
-	return p;
+	for (size_t c = 0; c < ncol; c++) {
+		if (col[c].run_len > 0) {
+			col[c].p = put_varint(col[c].p, col[c].run_value);
+			col[c].p = put_varint(col[c].p, col[c].run_len);
+		}
+		p = put_varint(p, (uint64_t)(col[c].p - col[c].start));
+	}
+	for (size_t c = 0; c < ncol; c++) {
+		size_t len = (size_t)(col[c].p - col[c].start);
+		memmove(p, col[c].start, len);
+		p += len;
+	}
+	*raw_len = (size_t)(p - out);
+	return out;
 }
 
 static bool before(const struct mt_event *a, const struct mt_event *b)
@@ -315,65 +525,11 @@ static int sorted_events(const struct mt_event *events, size_t n, const struct m
 	return 0;
 }
 
-/* One zstd compression and one decompression context per thread, kept for
- * the thread's life (compression contexts are costly to set up). */
-static pthread_key_t cctx_key, dctx_key;
-static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
-
-static void free_cctx(void *c)
-{
-	ZSTD_freeCCtx(c);
-}
-
-static void free_dctx(void *d)
-{
-	ZSTD_freeDCtx(d);
-}
-
-static void make_keys(void)
-{
-	pthread_key_create(&cctx_key, free_cctx);
-	pthread_key_create(&dctx_key, free_dctx);
-}
-
-static ZSTD_CCtx *thread_cctx(void)
-{
-	pthread_once(&keys_once, make_keys);
-	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
-	if (c)
-		return c;
-	c = ZSTD_createCCtx();
-	if (!c)
-		return NULL;
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 1)) ||
-	    pthread_setspecific(cctx_key, c) != 0) {
-		ZSTD_freeCCtx(c);
-		return NULL;
-	}
-	return c;
-}
-
-static ZSTD_DCtx *thread_dctx(void)
-{
-	pthread_once(&keys_once, make_keys);
-	ZSTD_DCtx *d = pthread_getspecific(dctx_key);
-	if (d)
-		return d;
-	d = ZSTD_createDCtx();
-	if (d && pthread_setspecific(dctx_key, d) != 0) {
-		ZSTD_freeDCtx(d);
-		return NULL;
-	}
-	return d;
-}
-
 int mt_chunk_encode(unsigned kind, const struct mt_event *events, size_t n, void **blob,
                     size_t *blob_len)
 {
-	size_t width = max_bytes_per_event(kind);
-	if (width == 0 || n > MT_CHUNK_MAX_EVENTS || (n > 0 && !events) || !blob || !blob_len)
+	if (max_bytes_per_event(kind) == 0 || n > MT_CHUNK_MAX_EVENTS || (n > 0 && !events) ||
+	    !blob || !blob_len)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		if (events[i].kind != kind)
@@ -381,17 +537,16 @@ int mt_chunk_encode(unsigned kind, const struct mt_event *events, size_t n, void
 
 	const struct mt_event *sorted;
 	struct mt_event *copy = NULL;
-	uint8_t *raw = NULL, *out = NULL;
+	uint8_t *out = NULL;
 	int rc = sorted_events(events, n, &sorted, &copy);
 	if (rc < 0)
 		return rc;
 	rc = -ENOMEM;
-	raw = malloc(n * width + 1);
-	ZSTD_CCtx *cctx = thread_cctx();
-	if (!raw || !cctx)
+	struct codec_ctx *ctx = thread_ctx(1);
+	size_t raw_len;
+	uint8_t *raw = ctx ? encode_columns(kind, sorted, n, ctx, &raw_len) : NULL;
+	if (!raw)
 		goto out;
-	size_t raw_len = (size_t)(encode_columns(kind, sorted, n, raw) - raw);
-
 	size_t bound = 2 + 2 * 10 + ZSTD_compressBound(raw_len);
 	out = malloc(bound);
 	if (!out)
@@ -402,7 +557,7 @@ int mt_chunk_encode(unsigned kind, const struct mt_event *events, size_t n, void
 	p = put_varint(p, n);
 	p = put_varint(p, raw_len);
 	size_t header = (size_t)(p - out);
-	size_t z = ZSTD_compress2(cctx, p, bound - header, raw, raw_len);
+	size_t z = ZSTD_compress2(ctx->cctx, p, bound - header, raw, raw_len);
 	if (ZSTD_isError(z)) {
 		rc = -EIO;
 		goto out;
@@ -413,65 +568,122 @@ int mt_chunk_encode(unsigned kind, const struct mt_event *events, size_t n, void
 	rc = 0;
 out:
 	free(out);
-	free(raw);
 	free(copy);
 	return rc;
 }
 
 /* ---- decoder ---------------------------------------------------------------- */
 
-#define DEC_DELTA(field, max) DEC_WITH(field, max, prev_ + z_)
-#define DEC_ZDELTA(field, max) DEC_WITH(field, max, prev_ + unzigzag(z_))
-#define DEC_END(field, max) DEC_WITH(field, max, ev->ts + unzigzag(z_))
-#define DEC_PLAIN(field, max) DEC_WITH(field, max, z_)
-#define DEC_WITH(field, max, value)                                                                \
+/* Where a column is being read, and its running state. */
+struct dec_col {
+	const uint8_t *p, *end;
+	uint64_t prev;
+	uint64_t run_value, run_left; /* RLE: the current run */
+};
+
+#define DEC_DELTA(cs, field, max) DEC_WITH(cs, field, max, cs->prev + z_)
+#define DEC_ZDELTA(cs, field, max) DEC_WITH(cs, field, max, cs->prev + unzigzag(z_))
+#define DEC_END(cs, field, max) DEC_WITH(cs, field, max, ev->ts + unzigzag(z_))
+#define DEC_PLAIN(cs, field, max) DEC_WITH(cs, field, max, z_)
+#define DEC_WITH(cs, field, max, value)                                                            \
 	do {                                                                                       \
-		uint64_t prev_ = 0;                                                                \
-		for (size_t i_ = 0; i_ < n; i_++) {                                                \
+		const uint8_t *p_ = cs->p, *end_ = cs->end;                                        \
+		for (size_t i_ = base; i_ < lim; i_++) {                                           \
 			struct mt_event *ev = &e[i_];                                              \
 			uint64_t z_;                                                               \
-			if (!get_varint(&p, end, &z_))                                             \
+			if (!get_varint(&p_, end_, &z_))                                           \
 				return "column cut short";                                         \
 			uint64_t v_ = (value);                                                     \
 			if (v_ > (uint64_t)(max))                                                  \
 				return "value out of range";                                       \
 			(field) = v_;                                                              \
-			prev_ = v_;                                                                \
+			cs->prev = v_;                                                             \
 		}                                                                                  \
-		(void)prev_;                                                                       \
+		cs->p = p_;                                                                        \
 	} while (0)
-#define DEC_RLE(field, max)                                                                        \
+#define DEC_BYSIZE(cs, field, max)                                                                 \
 	do {                                                                                       \
-		size_t i_ = 0;                                                                     \
-		while (i_ < n) {                                                                   \
-			uint64_t v_, run_;                                                         \
-			if (!get_varint(&p, end, &v_) || !get_varint(&p, end, &run_))              \
+		const uint8_t *p_ = cs->p, *end_ = cs->end;                                        \
+		for (size_t i_ = base; i_ < lim; i_++) {                                           \
+			struct mt_event *ev = &e[i_];                                              \
+			uint64_t z_;                                                               \
+			if (!get_varint(&p_, end_, &z_))                                           \
 				return "column cut short";                                         \
-			if (v_ > (uint64_t)(max))                                                  \
-				return "value out of range";                                       \
-			if (run_ == 0 || run_ > n - i_)                                            \
-				return "bad run length";                                           \
-			for (size_t j_ = i_ + run_; i_ < j_; i_++) {                               \
+			size_t slot_ = size_slot(ev->alloc.bytes);                                 \
+			uint64_t v_ = size_predict(sizes, slot_) + unzigzag(z_);                   \
+			(field) = v_;                                                              \
+			size_update(sizes, slot_, v_);                                             \
+		}                                                                                  \
+		cs->p = p_;                                                                        \
+	} while (0)
+#define DEC_RLE(cs, field, max)                                                                    \
+	do {                                                                                       \
+		size_t i_ = base;                                                                  \
+		while (i_ < lim) {                                                                 \
+			if (cs->run_left == 0) {                                                   \
+				uint64_t run_;                                                     \
+				if (!get_varint(&cs->p, cs->end, &cs->run_value) ||                \
+				    !get_varint(&cs->p, cs->end, &run_))                           \
+					return "column cut short";                                 \
+				if (cs->run_value > (uint64_t)(max))                               \
+					return "value out of range";                               \
+				if (run_ == 0 || run_ > n - i_)                                    \
+					return "bad run length";                                   \
+				cs->run_left = run_;                                               \
+			}                                                                          \
+			size_t j_ = lim - i_ < cs->run_left ? lim : i_ + cs->run_left;             \
+			cs->run_left -= j_ - i_;                                                   \
+			for (; i_ < j_; i_++) {                                                    \
 				struct mt_event *ev = &e[i_];                                      \
-				(field) = v_;                                                      \
+				(field) = cs->run_value;                                           \
 			}                                                                          \
 		}                                                                                  \
 	} while (0)
-#define DEC_COLUMN(type, field, max) DEC_##type(field, max);
+#define DEC_COLUMN(type, field, max)                                                               \
+	do {                                                                                       \
+		struct dec_col *cs_ = &col[c_++];                                                  \
+		DEC_##type(cs_, field, max);                                                       \
+	} while (0);
 #define DEC_ALL(COLUMNS)                                                                           \
 	do {                                                                                       \
 		COMMON_COLUMNS(DEC_COLUMN)                                                         \
 		COLUMNS(DEC_COLUMN)                                                                \
 	} while (0)
 
-/* Fills the n events at e (whose ts and seq columns come first) from the
+/* Fills the n events at e (set to proto first) from the directory and
  * columns in [p, end); NULL on success, else what was wrong. */
 static const char *decode_columns(unsigned kind, const uint8_t *p, const uint8_t *end,
-                                  struct mt_event *e, size_t n)
+                                  const struct mt_event *proto, struct mt_event *e, size_t n,
+                                  struct codec_ctx *ctx)
 {
-	FOR_KIND(kind, DEC_ALL, return "unknown kind");
+	size_t ncol = column_count(kind);
+	struct dec_col col[MAX_COLUMNS] = { { 0 } };
+	uint64_t len[MAX_COLUMNS];
+	for (size_t c = 0; c < ncol; c++)
+		if (!get_varint(&p, end, &len[c]))
+			return "column directory cut short";
+	for (size_t c = 0; c < ncol; c++) {
+		if (len[c] > (uint64_t)(end - p))
+			return "column longer than the chunk";
+		col[c].p = p;
+		col[c].end = p + len[c];
+		p += len[c];
+	}
 	if (p != end)
 		return "trailing bytes after the columns";
+	struct size_predictor *sizes = &ctx->sizes;
+	memset(sizes->used, 0, sizeof(sizes->used));
+	sizes->last = 0;
+	for (size_t base = 0; base < n; base += BLOCK) {
+		size_t lim = base + BLOCK < n ? base + BLOCK : n;
+		for (size_t i = base; i < lim; i++)
+			e[i] = *proto;
+		size_t c_ = 0;
+		FOR_KIND(kind, DEC_ALL, return "unknown kind");
+	}
+	for (size_t c = 0; c < ncol; c++)
+		if (col[c].p != col[c].end || col[c].run_left != 0)
+			return "trailing bytes in a column";
 	return NULL;
 }
 
@@ -502,9 +714,11 @@ int mt_chunk_blob_info(const void *blob, size_t blob_len, unsigned *kind, uint64
 	               : 0;
 }
 
-/* Checks the header and frame of a blob and decompresses it into *raw. */
+/* Checks the header and frame of a blob and decompresses it into the
+ * thread's buffer (*raw; NULL when out of memory). */
 static const char *decompress_blob(unsigned kind, const uint8_t *blob, size_t blob_len,
-                                   size_t expected, uint8_t **raw, size_t *raw_len_out)
+                                   size_t expected, struct codec_ctx *ctx, uint8_t **raw,
+                                   size_t *raw_len_out)
 {
 	const uint8_t *end = blob + blob_len, *frame;
 	unsigned blob_kind;
@@ -518,12 +732,12 @@ static const char *decompress_blob(unsigned kind, const uint8_t *blob, size_t bl
 		return "event count differs from the chunk row";
 	if (count > MT_CHUNK_MAX_EVENTS)
 		return "too many events";
-	if (raw_len > count * max_bytes_per_event(kind) || raw_len < count)
+	if (raw_len > column_count(kind) * 10 + count * max_bytes_per_event(kind))
 		return "impossible column length";
 
-	size_t frame_len = (size_t)(end - frame);
 	/* A zstd frame (magic FD2FB528 little-endian) whose descriptor sets
 	 * the content checksum flag (RFC 8878, 3.1.1.1.1). */
+	size_t frame_len = (size_t)(end - frame);
 	static const uint8_t zstd_magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
 	if (frame_len < 5 || memcmp(frame, zstd_magic, 4) != 0)
 		return "no zstd frame";
@@ -534,17 +748,12 @@ static const char *decompress_blob(unsigned kind, const uint8_t *blob, size_t bl
 		return zlen < frame_len ? "trailing bytes after the zstd frame"
 		                        : "zstd frame cut short";
 
-	ZSTD_DCtx *dctx = thread_dctx();
-	uint8_t *buf = malloc(raw_len + 1);
-	if (!dctx || !buf) {
-		free(buf);
-		return NULL; /* caller sees *raw == NULL: out of memory */
-	}
-	size_t got = ZSTD_decompressDCtx(dctx, buf, raw_len, frame, frame_len);
-	if (ZSTD_isError(got) || got != raw_len) {
-		free(buf);
+	uint8_t *buf = scratch(&ctx->dec_buf, &ctx->dec_cap, raw_len + 1);
+	if (!buf)
+		return NULL;
+	size_t got = ZSTD_decompressDCtx(ctx->dctx, buf, raw_len, frame, frame_len);
+	if (ZSTD_isError(got) || got != raw_len)
 		return "zstd decompression failed (corrupt data or checksum)";
-	}
 	*raw = buf;
 	*raw_len_out = raw_len;
 	return NULL;
@@ -565,28 +774,23 @@ int mt_chunk_decode_why(unsigned kind, const void *blob, size_t blob_len, size_t
 		*why = "no blob";
 		return -EBADMSG;
 	}
+	struct codec_ctx *ctx = thread_ctx(0);
+	if (!ctx)
+		return -ENOMEM;
 	uint8_t *raw = NULL;
 	size_t raw_len = 0;
-	*why = decompress_blob(kind, blob, blob_len, expected, &raw, &raw_len);
+	*why = decompress_blob(kind, blob, blob_len, expected, ctx, &raw, &raw_len);
 	if (*why)
 		return -EBADMSG;
 	if (!raw)
 		return -ENOMEM;
-	struct mt_event *e = NULL;
-	if (expected > 0) {
-		e = malloc(expected * sizeof(*e));
-		if (!e) {
-			free(raw);
-			return -ENOMEM;
-		}
-		const struct mt_event proto = { .process = process,
-			                        .device = device,
-			                        .kind = (uint8_t)kind };
-		for (size_t i = 0; i < expected; i++)
-			e[i] = proto;
-		*why = decode_columns(kind, raw, raw + raw_len, e, expected);
-	}
-	free(raw);
+	struct mt_event *e = expected ? malloc(expected * sizeof(*e)) : NULL;
+	if (expected && !e)
+		return -ENOMEM;
+	const struct mt_event proto = { .process = process,
+		                        .device = device,
+		                        .kind = (uint8_t)kind };
+	*why = decode_columns(kind, raw, raw + raw_len, &proto, e, expected, ctx);
 	if (*why) {
 		free(e);
 		return -EBADMSG;
