@@ -5,13 +5,18 @@
  *  - kernel: its kernel events, repeated with shifted timestamps until
  *    there are as many.
  * For each mix it measures the chunk codec alone (mt_chunk_encode and
- * mt_chunk_decode on chunks of 65536 events, checking the round trip), and
+ * mt_chunk_decode on chunks of 65536 events, checking the round trip; each
+ * chunk is decoded a second time to show the cost with warm caches), and
  * the writer and reader end to end (a trace holding only that mix: appends
  * through mt_writer_append, then an ordered mt_reader_iter walk), with the
  * bytes per event in the blobs and in the file. Rates are per second of
  * this thread's CPU time (one core; wall time beside it).
+ * glibc's malloc is told to keep freed memory (M_MMAP_THRESHOLD 256 MiB,
+ * M_TRIM_THRESHOLD 1 GiB): with its defaults every 5.6 MiB array of 65536
+ * decoded events is a fresh mmap, and on a VM the page faults of touching
+ * it cost more than decoding. --default-malloc measures with the defaults.
  * Prints figures and asserts nothing: run by hand, pinned to one core:
- *   taskset -c 1 build/bench/format/bench-format [EVENTS]
+ *   taskset -c 1 build/bench/format/bench-format [--default-malloc] [EVENTS]
  * Targets (DESIGN.md): <= 4 B per alloc/free event, <= 8 B per kernel
  * event, decode >= 50 M events/s, encode >= 20 M events/s.
  */
@@ -20,6 +25,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,7 +148,7 @@ static bool same_event(const struct mt_event *a, const struct mt_event *b)
 
 struct figures {
 	uint64_t events, blob_bytes, file_bytes;
-	struct clock_pair encode, decode, write, read;
+	struct clock_pair encode, decode, decode_warm, write, read;
 	bool round_trip;
 };
 
@@ -162,6 +168,14 @@ static void codec_chunk(struct figures *f, unsigned kind, const struct mt_event 
 	clock_start(&f->decode);
 	rc = mt_chunk_decode(kind, blob, blob_len, n, 1, 1, &out, &got);
 	clock_stop(&f->decode);
+	if (rc < 0)
+		die("mt_chunk_decode", "failed", rc);
+	/* again, with the output and the codec's buffers in the caches: what
+	 * decoding costs apart from the memory traffic of a fresh chunk */
+	free(out);
+	clock_start(&f->decode_warm);
+	rc = mt_chunk_decode(kind, blob, blob_len, n, 1, 1, &out, &got);
+	clock_stop(&f->decode_warm);
 	if (rc < 0)
 		die("mt_chunk_decode", "failed", rc);
 	if (got != n)
@@ -346,6 +360,7 @@ static void print_figures(const char *mix, const struct figures *f, double per_b
 	       (double)f->file_bytes / (double)f->events);
 	print_rate("encode (codec)", f->events, f->encode, 20);
 	print_rate("decode (codec)", f->events, f->decode, 50);
+	print_rate("decode (codec, cache-warm)", f->events, f->decode_warm, 0);
 	print_rate("write (writer, end to end)", f->events, f->write, 0);
 	print_rate("read (reader, end to end)", f->events, f->read, 0);
 }
@@ -366,12 +381,21 @@ int main(int argc, char **argv)
 	struct source src;
 	uint64_t train_bytes;
 	double per_blob, per_file;
+	bool default_malloc = false;
 	int rc;
 
-	if (argc > 1 && mt_size_parse(argv[1], &events) < 0) {
-		fprintf(stderr, "usage: bench-format [EVENTS]  (default 10M, e.g. 1e6)\n");
-		return 2;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--default-malloc")) {
+			default_malloc = true;
+		} else if (mt_size_parse(argv[i], &events) < 0) {
+			fprintf(stderr, "usage: bench-format [--default-malloc] [EVENTS]  (default "
+			                "10M, e.g. 1e6)\n");
+			return 2;
+		}
 	}
+	if (!default_malloc &&
+	    (!mallopt(M_MMAP_THRESHOLD, 256 << 20) || !mallopt(M_TRIM_THRESHOLD, 1 << 30)))
+		die("mallopt", "refused", -EINVAL);
 	if (!buf || !w || !r || !mkdtemp(dir))
 		die("setting up", "out of memory or no /tmp", -errno);
 	for (int i = 0; i < 3; i++)
@@ -396,9 +420,10 @@ int main(int argc, char **argv)
 		die(path[0], mt_reader_message(r), rc);
 	train_bytes = file_size(path[0]);
 	printf("bench-format: synthetic training loop, seed 1: %" PRIu64 " alloc/free, %" PRIu64
-	       " kernel events; file %.1f MiB (synth + writer: %.1f s)\n\n",
+	       " kernel events; file %.1f MiB (synth + writer: %.1f s); malloc %s\n\n",
 	       stats[MT_EVENT_ALLOC].events + stats[MT_EVENT_FREE].events,
-	       stats[MT_EVENT_KERNEL].events, (double)train_bytes / (1 << 20), synth.wall);
+	       stats[MT_EVENT_KERNEL].events, (double)train_bytes / (1 << 20), synth.wall,
+	       default_malloc ? "defaults" : "keeps freed memory");
 
 	for (int m = 0; m < 2; m++) {
 		source_open(&src, r, kinds[m], events);
