@@ -1,0 +1,249 @@
+/* test-processes.c — what several processes do to one trace: a writer
+ * killed with SIGKILL mid-write leaves a trace the reader opens (with its
+ * -wal file, and again after the -shm file is gone) holding every chunk the
+ * child reported committed; four processes writing one trace at once leave
+ * all their events, one device row for a shared uuid and string ids they
+ * all agree on. */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "test-events.h"
+
+#define CHUNK 100
+
+static struct mt_event nth_event(uint64_t i, uint32_t process, uint32_t device)
+{
+	struct mt_event ev = { .kind = i % 2 ? MT_EVENT_FREE : MT_EVENT_ALLOC,
+		               .ts = 1000 + i / 2 * 10,
+		               .process = process,
+		               .device = device };
+	ev.alloc.address = 0x7f0000000000ull + (i / 2) * 512;
+	ev.alloc.bytes = 512;
+	ev.alloc.correlation = i;
+	return ev;
+}
+
+/* The child: writes events forever, reporting committed counts. */
+static void killed_child(const char *path, int fd)
+{
+	struct mt_writer *w = mt_writer_new();
+	uint32_t p, d;
+	struct mt_process proc = { .pid = getpid(), .command_line = "child" };
+	struct mt_device dev = { .uuid = "GPU-k" };
+	if (mt_writer_open(w, path, MT_WRITER_CREATE) < 0 ||
+	    mt_writer_add_process(w, &proc, &p) < 0 || mt_writer_add_device(w, &dev, &d) < 0)
+		_exit(2);
+	mt_writer_set_chunk_events(w, CHUNK);
+	uint64_t reported = 0;
+	for (uint64_t i = 0;; i++) {
+		struct mt_event ev = nth_event(i, p, d);
+		if (mt_writer_append(w, &ev) < 0)
+			_exit(3);
+		uint64_t written = mt_writer_events_written(w);
+		if (written != reported) {
+			reported = written;
+			if (write(fd, &reported, sizeof(reported)) != sizeof(reported))
+				_exit(4);
+		}
+	}
+}
+
+static uint64_t read_all_events(const char *path, uint64_t *n_out)
+{
+	struct mt_reader *r = mt_reader_new();
+	int rc = mt_reader_open(r, path);
+	if (rc < 0)
+		fprintf(stderr, "%s\n", mt_reader_message(r));
+	CHECK(rc == 0);
+	CHECK(mt_reader_process_count(r) == 1);
+	uint32_t p = mt_reader_process(r, 0)->id, d = mt_reader_device(r, 0)->id;
+	struct mt_iter *it;
+	CHECK(mt_reader_iter(r, NULL, &it) == 0);
+	struct mt_event ev;
+	/* Allocs and frees fill chunks of their own: each kind is a prefix of
+	 * its events, in whole chunks. */
+	uint64_t seen[2] = { 0, 0 };
+	while ((rc = mt_iter_next(it, &ev)) == 1) {
+		int is_free = ev.kind == MT_EVENT_FREE;
+		uint64_t i = 2 * seen[is_free]++ + (uint64_t)is_free;
+		struct mt_event want = nth_event(i, p, d);
+		want.seq = i;
+		CHECK(events_equal(&want, &ev));
+	}
+	CHECK(rc == 0);
+	CHECK(seen[0] % CHUNK == 0 && seen[1] % CHUNK == 0);
+	uint64_t n = seen[0] + seen[1];
+	mt_iter_free(it);
+	mt_reader_free(r);
+	*n_out = n;
+	return n;
+}
+
+static void sigkill_test(void)
+{
+	char path[256], wal[300], shm[300];
+	temp_trace(path, sizeof(path), "killed");
+	remove_trace(path);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	snprintf(shm, sizeof(shm), "%s-shm", path);
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		killed_child(path, fds[1]);
+	}
+	close(fds[1]);
+	uint64_t count = 0, reports = 0;
+	while (reports < 20 && read(fds[0], &count, sizeof(count)) == sizeof(count))
+		reports++;
+	CHECK(reports == 20);
+	kill(pid, SIGKILL);
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* Reports that were still in the pipe. */
+	while (read(fds[0], &count, sizeof(count)) == sizeof(count))
+		;
+	close(fds[0]);
+	CHECK(count >= 20 * CHUNK && count % CHUNK == 0);
+
+	struct stat st;
+	CHECK(stat(wal, &st) == 0 && st.st_size > 0);
+	uint64_t n;
+	read_all_events(path, &n);
+	/* Every reported chunk is there; at most the chunk being committed
+	 * when the signal came is more. */
+	CHECK(n >= count && n <= count + CHUNK && n % CHUNK == 0);
+
+	/* Without the -shm file the reader rebuilds what it needs. */
+	CHECK(unlink(shm) == 0);
+	uint64_t again;
+	read_all_events(path, &again);
+	CHECK(again == n);
+	remove_trace(path);
+}
+
+#define WRITERS 4
+#define PER_WRITER 5000
+
+struct report {
+	uint32_t process, device, common, own;
+};
+
+static void concurrent_child(const char *path, int go, int out, int k)
+{
+	char c;
+	if (read(go, &c, 1) != 1)
+		_exit(2);
+	struct mt_writer *w = mt_writer_new();
+	struct report rep;
+	char own[32];
+	snprintf(own, sizeof(own), "child-%d", k);
+	struct mt_process proc = { .pid = getpid() };
+	struct mt_device dev = { .uuid = "GPU-shared", .name = "H100" };
+	if (mt_writer_open(w, path, MT_WRITER_CREATE) < 0 ||
+	    mt_writer_add_process(w, &proc, &rep.process) < 0 ||
+	    mt_writer_add_device(w, &dev, &rep.device) < 0 ||
+	    mt_writer_intern(w, "common", &rep.common) < 0 ||
+	    mt_writer_intern(w, own, &rep.own) < 0) {
+		fprintf(stderr, "child %d: %s\n", k, mt_writer_message(w));
+		_exit(3);
+	}
+	mt_writer_set_chunk_events(w, 250);
+	for (uint64_t i = 0; i < PER_WRITER; i++) {
+		struct mt_event ev = nth_event(i, rep.process, rep.device);
+		ev.alloc.site = rep.own;
+		if (mt_writer_append(w, &ev) < 0) {
+			fprintf(stderr, "child %d: %s\n", k, mt_writer_message(w));
+			_exit(4);
+		}
+	}
+	if (mt_writer_flush(w) < 0 || write(out, &rep, sizeof(rep)) != sizeof(rep))
+		_exit(5);
+	mt_writer_free(w);
+	_exit(0);
+}
+
+static void concurrent_test(void)
+{
+	char path[256];
+	temp_trace(path, sizeof(path), "shared");
+	remove_trace(path);
+	int go[2], out[2];
+	CHECK(pipe(go) == 0 && pipe(out) == 0);
+	pid_t pids[WRITERS];
+	for (int k = 0; k < WRITERS; k++) {
+		pids[k] = fork();
+		CHECK(pids[k] >= 0);
+		if (pids[k] == 0) {
+			close(go[1]);
+			close(out[0]);
+			concurrent_child(path, go[0], out[1], k);
+		}
+	}
+	close(go[0]);
+	close(out[1]);
+	CHECK(write(go[1], "GOGO", WRITERS) == WRITERS); /* all start at once */
+	close(go[1]);
+	for (int k = 0; k < WRITERS; k++) {
+		int status;
+		CHECK(waitpid(pids[k], &status, 0) == pids[k]);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	struct report rep[WRITERS];
+	CHECK(read(out[0], rep, sizeof(rep)) == sizeof(rep));
+	close(out[0]);
+
+	struct mt_reader *r = mt_reader_new();
+	CHECK(mt_reader_open(r, path) == 0);
+	CHECK(mt_reader_process_count(r) == WRITERS);
+	CHECK(mt_reader_device_count(r) == 1);
+	for (int k = 0; k < WRITERS; k++) {
+		CHECK(rep[k].device == rep[0].device && rep[k].common == rep[0].common);
+		CHECK(strcmp(mt_reader_string(r, rep[k].common), "common") == 0);
+		CHECK(strncmp(mt_reader_string(r, rep[k].own), "child-", 6) == 0);
+		for (int j = 0; j < k; j++)
+			CHECK(rep[j].own != rep[k].own && rep[j].process != rep[k].process);
+	}
+	struct mt_iter *it;
+	CHECK(mt_reader_iter(r, NULL, &it) == 0);
+	struct mt_event ev, prev = { 0 };
+	uint64_t per[WRITERS] = { 0 }, n = 0;
+	int rc;
+	while ((rc = mt_iter_next(it, &ev)) == 1) {
+		int k = 0;
+		while (k < WRITERS && rep[k].process != ev.process)
+			k++;
+		CHECK(k < WRITERS);
+		struct mt_event want = nth_event(per[k], rep[k].process, rep[k].device);
+		want.seq = per[k]++;
+		want.alloc.site = rep[k].own;
+		CHECK(events_equal(&want, &ev));
+		if (n++ > 0)
+			CHECK(prev.ts < ev.ts ||
+			      (prev.ts == ev.ts &&
+			       (prev.process < ev.process ||
+			        (prev.process == ev.process && prev.seq < ev.seq))));
+		prev = ev;
+	}
+	CHECK(rc == 0);
+	for (int k = 0; k < WRITERS; k++)
+		CHECK(per[k] == PER_WRITER);
+	mt_iter_free(it);
+	mt_reader_free(r);
+	remove_trace(path);
+}
+
+int main(void)
+{
+	sigkill_test();
+	concurrent_test();
+	printf("processes: ok\n");
+	return 0;
+}
