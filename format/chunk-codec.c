@@ -3,13 +3,14 @@
 /* chunk-codec.c — the column-wise chunk codec (MT_CODEC_COLUMNS_ZSTD).
  *
  * A chunk's events, sorted by (ts, seq), are written column by column into
- * one raw buffer (timestamps as delta varints, sequence numbers and sizes as
- * (zigzag-delta) varints, addresses predicted from the last address of the
- * same size, streams and small enums run-length coded) behind a directory
- * of column lengths, and compressed as one zstd frame with a content
- * checksum. FORMAT.md ("Chunk blob") describes the bytes. Each kind's
- * columns are listed once (the *_COLUMNS macros) and expand into both the
- * encoder and the decoder, so the two cannot disagree.
+ * streams of one raw buffer (timestamp deltas split into first bytes and
+ * the rest, sequence numbers as zigzag deltas, each allocation's size with
+ * its address predicted from the last address of the same size, streams
+ * and small enums run-length coded) behind a directory of stream lengths,
+ * and compressed as one zstd frame with a content checksum, a zstd block
+ * ending after each large stream. FORMAT.md ("Codec 1") describes the
+ * bytes. Each kind's columns are listed once (the *_COLUMNS macros) and
+ * expand into both the encoder and the decoder, so the two cannot disagree.
  *
  * Speed: both sides walk the events in blocks of BLOCK events, all columns
  * per block, so the events being worked on stay in cache (a column at a
@@ -30,8 +31,8 @@
 
 /* First byte of every blob: the layout of the header and columns. */
 #define BLOB_LAYOUT 1
-/* zstd level: level 1 keeps encoding well above 20 M events/s; higher levels
- * gain little on these columns (FORMAT.md). */
+/* zstd level: on these columns level 3 saves about 3% of the bytes and costs
+ * a third of the encoding speed. */
 #define ZSTD_LEVEL 1
 
 /* ---- varints -------------------------------------------------------------- */
@@ -150,15 +151,21 @@ struct codec_ctx {
 /* ---- columns ---------------------------------------------------------------
  *
  * Column types (each value is one field of each event, in event order):
- *   DELTA   varint of (v - previous v); only for ts, which is sorted
+ *   DELTA   v - previous v (ts only: sorted), split in two streams: the
+ *           first byte of its varint in one, the rest of the varint
+ *           (v >> 7, when the first byte has its top bit set) in a second
  *   ZDELTA  zigzag varint of (v - previous v), wrapping, first vs 0
  *   END     zigzag varint of (v - ts of the same event), wrapping
  *   PLAIN   varint of v
- *   BYSIZE  zigzag varint of (v - the value of the last event whose
- *           alloc.bytes hashed to the same slot, or of the previous event if
- *           none did); for addresses, which allocators hand out again for
- *           requests of the same size (alloc.bytes comes first)
+ *   SIZE_ADDRESS  alloc.bytes as a varint, then the address as a zigzag
+ *           varint of (address - the address of the last event whose bytes
+ *           hashed to the same slot, or of the previous event if none did):
+ *           allocators hand the same addresses out again for the same
+ *           sizes, and a repeated (size, address) pair is one zstd match
  *   RLE     runs: varint value, varint run length (>= 1), covering n events
+ * Most types are one stream; DELTA is two. The raw buffer holds a
+ * directory (each stream's length as a varint, in column order) and then
+ * the streams back to back.
  * Each column entry is C(TYPE, field, largest allowed value).
  */
 
@@ -167,8 +174,7 @@ struct codec_ctx {
 	C(ZDELTA, ev->seq, UINT64_MAX)
 
 #define ALLOC_COLUMNS(C)                                                                           \
-	C(PLAIN, ev->alloc.bytes, UINT64_MAX)                                                      \
-	C(BYSIZE, ev->alloc.address, UINT64_MAX)                                                   \
+	C(SIZE_ADDRESS, ev->alloc.address, UINT64_MAX)                                             \
 	C(RLE, ev->alloc.stream, UINT64_MAX)                                                       \
 	C(ZDELTA, ev->alloc.correlation, UINT64_MAX)                                               \
 	C(RLE, ev->alloc.reuse_delay, UINT64_MAX)                                                  \
@@ -254,7 +260,13 @@ struct codec_ctx {
 
 /* Number of columns of a kind (at most MAX_COLUMNS). */
 #define MAX_COLUMNS 16
-#define ONE(type, field, max) +1
+#define SLOTS_DELTA 2
+#define SLOTS_ZDELTA 1
+#define SLOTS_END 1
+#define SLOTS_PLAIN 1
+#define SLOTS_SIZE_ADDRESS 1
+#define SLOTS_RLE 1
+#define ONE(type, field, max) +SLOTS_##type
 #define COUNT_COLUMNS(COLUMNS) count = COMMON_COLUMNS(ONE) COLUMNS(ONE)
 
 static size_t column_count(unsigned kind)
@@ -265,13 +277,13 @@ static size_t column_count(unsigned kind)
 }
 
 /* Worst-case raw bytes per event of a column type and of a kind. */
-#define WIDTH_DELTA 10
+#define WIDTH_DELTA 10 /* per stream */
 #define WIDTH_ZDELTA 10
 #define WIDTH_END 10
 #define WIDTH_PLAIN 10
-#define WIDTH_BYSIZE 10
+#define WIDTH_SIZE_ADDRESS 20
 #define WIDTH_RLE 20
-#define WIDTH_OF(type, field, max) +WIDTH_##type
+#define WIDTH_OF(type, field, max) +SLOTS_##type *WIDTH_##type
 #define SUM_WIDTH(COLUMNS) width = COMMON_COLUMNS(WIDTH_OF) COLUMNS(WIDTH_OF)
 
 static size_t max_bytes_per_event(unsigned kind)
@@ -352,7 +364,23 @@ struct enc_col {
 	uint64_t run_value, run_len; /* RLE: the open run */
 };
 
-#define ENC_DELTA(cs, field) ENC_WITH(cs, field, v_ - cs->prev)
+#define ENC_DELTA(cs, field)                                                                       \
+	do {                                                                                       \
+		uint8_t *a_ = cs[0].p, *b_ = cs[1].p;                                              \
+		for (size_t i_ = base; i_ < lim; i_++) {                                           \
+			const struct mt_event *ev = &e[i_];                                        \
+			uint64_t v_ = (field), d_ = v_ - cs->prev;                                 \
+			if (d_ < 0x80) {                                                           \
+				*a_++ = (uint8_t)d_;                                               \
+			} else {                                                                   \
+				*a_++ = (uint8_t)(d_ | 0x80);                                      \
+				b_ = put_varint(b_, d_ >> 7);                                      \
+			}                                                                          \
+			cs->prev = v_;                                                             \
+		}                                                                                  \
+		cs[0].p = a_;                                                                      \
+		cs[1].p = b_;                                                                      \
+	} while (0)
 #define ENC_ZDELTA(cs, field) ENC_WITH(cs, field, zigzag(v_ - cs->prev))
 #define ENC_END(cs, field) ENC_WITH(cs, field, zigzag(v_ - ev->ts))
 #define ENC_PLAIN(cs, field) ENC_WITH(cs, field, v_)
@@ -367,13 +395,14 @@ struct enc_col {
 		}                                                                                  \
 		cs->p = p_;                                                                        \
 	} while (0)
-#define ENC_BYSIZE(cs, field)                                                                      \
+#define ENC_SIZE_ADDRESS(cs, field)                                                                \
 	do {                                                                                       \
 		uint8_t *p_ = cs->p;                                                               \
 		for (size_t i_ = base; i_ < lim; i_++) {                                           \
 			const struct mt_event *ev = &e[i_];                                        \
 			uint64_t v_ = (field);                                                     \
 			size_t slot_ = size_slot(ev->alloc.bytes);                                 \
+			p_ = put_varint(p_, ev->alloc.bytes);                                      \
 			p_ = put_varint(p_, zigzag(v_ - size_predict(sizes, slot_)));              \
 			size_update(sizes, slot_, v_);                                             \
 		}                                                                                  \
@@ -398,7 +427,8 @@ struct enc_col {
 	} while (0)
 #define ENC_COLUMN(type, field, max)                                                               \
 	do {                                                                                       \
-		struct enc_col *cs_ = &col[c_++];                                                  \
+		struct enc_col *cs_ = &col[c_];                                                    \
+		c_ += SLOTS_##type;                                                                \
 		ENC_##type(cs_, field);                                                            \
 	} while (0);
 #define ENC_ALL(COLUMNS)                                                                           \
@@ -408,9 +438,11 @@ struct enc_col {
 	} while (0)
 /* Each column gets a region of n times its worst-case width. */
 #define ENC_REGION(type, field, max)                                                               \
-	col[c_].start = col[c_].p = region;                                                        \
-	region += n * WIDTH_##type;                                                                \
-	c_++;
+	for (size_t s_ = 0; s_ < SLOTS_##type; s_++) {                                             \
+		col[c_].start = col[c_].p = region;                                                \
+		region += n * WIDTH_##type;                                                        \
+		c_++;                                                                              \
+	}
 #define ENC_REGIONS(COLUMNS)                                                                       \
 	do {                                                                                       \
 		COMMON_COLUMNS(ENC_REGION)                                                         \
@@ -418,9 +450,11 @@ struct enc_col {
 	} while (0)
 
 /* Writes the directory and columns of n sorted events of `kind` into the
- * thread's buffer; *raw_len receives their length. NULL when out of memory. */
+ * thread's buffer; ends[c] receives the offset where stream c ends (the
+ * directory goes with stream 0; the last is the raw length). NULL when out
+ * of memory. */
 static uint8_t *encode_columns(unsigned kind, const struct mt_event *e, size_t n,
-                               struct codec_ctx *ctx, size_t *raw_len)
+                               struct codec_ctx *ctx, size_t *ends)
 {
 	size_t ncol = column_count(kind);
 	size_t head = ncol * 10;
@@ -454,8 +488,8 @@ static uint8_t *encode_columns(unsigned kind, const struct mt_event *e, size_t n
 		size_t len = (size_t)(col[c].p - col[c].start);
 		memmove(p, col[c].start, len);
 		p += len;
+		ends[c] = (size_t)(p - out);
 	}
-	*raw_len = (size_t)(p - out);
 	return out;
 }
 
@@ -525,6 +559,37 @@ static int sorted_events(const struct mt_event *events, size_t n, const struct m
 	return 0;
 }
 
+/* Streams shorter than this share a zstd block with the next one. */
+#define FLUSH_MIN 4096
+
+/* Compresses raw[0, ends[n - 1]) as one zstd frame, ending a block after
+ * each stream (after those shorter than FLUSH_MIN: after the next) so that
+ * every block's entropy tables fit one column. */
+static int compress_streams(ZSTD_CCtx *c, const uint8_t *raw, const size_t *ends, size_t n,
+                            uint8_t *dst, size_t cap, size_t *written)
+{
+	if (ZSTD_isError(ZSTD_CCtx_reset(c, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(c, ends[n - 1])))
+		return -EIO;
+	ZSTD_outBuffer out = { dst, cap, 0 };
+	size_t from = 0;
+	for (size_t i = 0; i < n; i++) {
+		int last = i + 1 == n;
+		if (!last && ends[i] - from < FLUSH_MIN)
+			continue;
+		ZSTD_inBuffer in = { raw, ends[i], from };
+		size_t left;
+		do {
+			left = ZSTD_compressStream2(c, &out, &in, last ? ZSTD_e_end : ZSTD_e_flush);
+			if (ZSTD_isError(left) || (left > 0 && out.pos == out.size))
+				return -EIO;
+		} while (left > 0);
+		from = ends[i];
+	}
+	*written = out.pos;
+	return 0;
+}
+
 int mt_chunk_encode(unsigned kind, const struct mt_event *events, size_t n, void **blob,
                     size_t *blob_len)
 {
@@ -543,11 +608,12 @@ int mt_chunk_encode(unsigned kind, const struct mt_event *events, size_t n, void
 		return rc;
 	rc = -ENOMEM;
 	struct codec_ctx *ctx = thread_ctx(1);
-	size_t raw_len;
-	uint8_t *raw = ctx ? encode_columns(kind, sorted, n, ctx, &raw_len) : NULL;
+	size_t ends[MAX_COLUMNS], ncol = column_count(kind);
+	uint8_t *raw = ctx ? encode_columns(kind, sorted, n, ctx, ends) : NULL;
 	if (!raw)
 		goto out;
-	size_t bound = 2 + 2 * 10 + ZSTD_compressBound(raw_len);
+	size_t raw_len = ends[ncol - 1];
+	size_t bound = 2 + 2 * 10 + ZSTD_compressBound(raw_len) + ncol * 16;
 	out = malloc(bound);
 	if (!out)
 		goto out;
@@ -557,11 +623,10 @@ int mt_chunk_encode(unsigned kind, const struct mt_event *events, size_t n, void
 	p = put_varint(p, n);
 	p = put_varint(p, raw_len);
 	size_t header = (size_t)(p - out);
-	size_t z = ZSTD_compress2(ctx->cctx, p, bound - header, raw, raw_len);
-	if (ZSTD_isError(z)) {
-		rc = -EIO;
+	size_t z;
+	rc = compress_streams(ctx->cctx, raw, ends, ncol, p, bound - header, &z);
+	if (rc < 0)
 		goto out;
-	}
 	*blob = out;
 	*blob_len = header + z;
 	out = NULL;
@@ -581,7 +646,27 @@ struct dec_col {
 	uint64_t run_value, run_left; /* RLE: the current run */
 };
 
-#define DEC_DELTA(cs, field, max) DEC_WITH(cs, field, max, cs->prev + z_)
+#define DEC_DELTA(cs, field, max)                                                                  \
+	do {                                                                                       \
+		const uint8_t *a_ = cs[0].p, *b_ = cs[1].p;                                        \
+		if ((size_t)(cs[0].end - a_) < lim - base)                                         \
+			return "column cut short";                                                 \
+		for (size_t i_ = base; i_ < lim; i_++) {                                           \
+			struct mt_event *ev = &e[i_];                                              \
+			uint64_t d_ = *a_++;                                                       \
+			if (d_ >= 0x80) {                                                          \
+				uint64_t rest_;                                                    \
+				if (!get_varint(&b_, cs[1].end, &rest_))                           \
+					return "column cut short";                                 \
+				if (rest_ >> 57)                                                   \
+					return "value out of range";                               \
+				d_ = (d_ & 0x7f) | rest_ << 7;                                     \
+			}                                                                          \
+			(field) = cs->prev += d_;                                                  \
+		}                                                                                  \
+		cs[0].p = a_;                                                                      \
+		cs[1].p = b_;                                                                      \
+	} while (0)
 #define DEC_ZDELTA(cs, field, max) DEC_WITH(cs, field, max, cs->prev + unzigzag(z_))
 #define DEC_END(cs, field, max) DEC_WITH(cs, field, max, ev->ts + unzigzag(z_))
 #define DEC_PLAIN(cs, field, max) DEC_WITH(cs, field, max, z_)
@@ -601,13 +686,14 @@ struct dec_col {
 		}                                                                                  \
 		cs->p = p_;                                                                        \
 	} while (0)
-#define DEC_BYSIZE(cs, field, max)                                                                 \
+#define DEC_SIZE_ADDRESS(cs, field, max)                                                           \
 	do {                                                                                       \
 		const uint8_t *p_ = cs->p, *end_ = cs->end;                                        \
 		for (size_t i_ = base; i_ < lim; i_++) {                                           \
 			struct mt_event *ev = &e[i_];                                              \
 			uint64_t z_;                                                               \
-			if (!get_varint(&p_, end_, &z_))                                           \
+			if (!get_varint(&p_, end_, &ev->alloc.bytes) ||                            \
+			    !get_varint(&p_, end_, &z_))                                           \
 				return "column cut short";                                         \
 			size_t slot_ = size_slot(ev->alloc.bytes);                                 \
 			uint64_t v_ = size_predict(sizes, slot_) + unzigzag(z_);                   \
@@ -641,7 +727,8 @@ struct dec_col {
 	} while (0)
 #define DEC_COLUMN(type, field, max)                                                               \
 	do {                                                                                       \
-		struct dec_col *cs_ = &col[c_++];                                                  \
+		struct dec_col *cs_ = &col[c_];                                                    \
+		c_ += SLOTS_##type;                                                                \
 		DEC_##type(cs_, field, max);                                                       \
 	} while (0);
 #define DEC_ALL(COLUMNS)                                                                           \

@@ -143,7 +143,14 @@ static int open_db(struct mt_writer *w, unsigned flags)
 		                  w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
 	}
 	sqlite3_busy_timeout(w->db, MT_BUSY_TIMEOUT_MS);
-	rc = sqlite3_exec(w->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+	/* Switching to WAL can report SQLITE_BUSY at once, without the busy
+	 * handler, while another process is switching the same new file. */
+	for (int waited_ms = 0;; waited_ms += 10) {
+		rc = sqlite3_exec(w->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= MT_BUSY_TIMEOUT_MS)
+			break;
+		sqlite3_sleep(10);
+	}
 	if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
 		return mt_message(w->message, -EBADMSG, "%s is not a memtrace trace (%s)", w->path,
 		                  sqlite3_errstr(rc));
