@@ -190,6 +190,8 @@ int mt_writer_open(struct mt_writer *w, const char *path, unsigned flags)
 			err = mt_message(w->message, -EBADMSG, "%s is not a memtrace trace (%s)",
 			                 path, sqlite3_errmsg(w->db));
 	}
+	if (err == 0)
+		w->message[0] = '\0'; /* the check of a new, empty file left one */
 	if (err < 0) {
 		for (int s = 0; s < ST_COUNT; s++) {
 			sqlite3_finalize(w->st[s]);
@@ -203,10 +205,12 @@ int mt_writer_open(struct mt_writer *w, const char *path, unsigned flags)
 	return err;
 }
 
+/* Starts a call: the message is "" unless this call fails. */
 static int check_open(struct mt_writer *w)
 {
 	if (!w)
 		return -EINVAL;
+	w->message[0] = '\0';
 	if (!w->db)
 		return mt_message(w->message, -EINVAL, "the writer is not open");
 	return 0;

@@ -7,6 +7,8 @@
 
 #include <errno.h>
 
+#include <sqlite3.h>
+
 #include "test-events.h"
 
 #define N_EVENTS 20000
@@ -66,6 +68,7 @@ static void write_trace(const char *path, struct expected *all, uint32_t *procs,
 	CHECK(mt_writer_open(w, path, 0) == -ENOENT);
 	CHECK(*mt_writer_message(w) != '\0');
 	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	CHECK(strcmp(mt_writer_message(w), "") == 0);
 	CHECK(mt_writer_set_meta(w, "command_line", "python train.py") == 0);
 	CHECK(mt_writer_set_meta(w, "capture", "as-is") == 0);
 	CHECK(mt_writer_set_meta(w, "capture", "requests") == 0);
@@ -176,6 +179,55 @@ static void check_stats(struct mt_reader *r, const struct expected *all, uint32_
 	CHECK(st[0].events == 0 && st[0].first_ts == MT_TIME_UNKNOWN);
 }
 
+static void sql(const char *path, const char *statement)
+{
+	sqlite3 *db;
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, statement, NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* A flush that fails (a trigger refuses new chunks, as a full disk would)
+ * keeps the events; the next flush writes them. */
+static void failed_flush(const char *path)
+{
+	remove_trace(path);
+	struct mt_writer *w = mt_writer_new();
+	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	for (uint64_t i = 0; i < 10; i++) {
+		struct mt_event ev = {
+			.kind = MT_EVENT_SAMPLE, .ts = i, .process = 1, .device = 1
+		};
+		ev.sample.used_bytes = i;
+		CHECK(mt_writer_append(w, &ev) == 0);
+	}
+	sql(path, "CREATE TRIGGER refuse BEFORE INSERT ON chunks BEGIN"
+	          " SELECT RAISE(ABORT, 'disk full'); END");
+	CHECK(mt_writer_flush(w) < 0);
+	CHECK(strstr(mt_writer_message(w), "disk full") != NULL);
+	CHECK(mt_writer_events_written(w) == 0 && mt_writer_events_appended(w) == 10);
+	sql(path, "DROP TRIGGER refuse");
+	CHECK(mt_writer_flush(w) == 0);
+	CHECK(mt_writer_events_written(w) == 10);
+	CHECK(strcmp(mt_writer_message(w), "") == 0);
+	mt_writer_free(w);
+
+	struct mt_reader *r = mt_reader_new();
+	CHECK(mt_reader_open(r, path) == 0);
+	struct mt_iter *it;
+	CHECK(mt_reader_iter(r, NULL, &it) == 0);
+	struct mt_event ev;
+	uint64_t n = 0;
+	while (mt_iter_next(it, &ev) == 1) {
+		CHECK(ev.sample.used_bytes == n && ev.seq == n);
+		n++;
+	}
+	CHECK(n == 10);
+	mt_iter_free(it);
+	mt_reader_free(r);
+	remove_trace(path);
+}
+
 int main(void)
 {
 	char path[256];
@@ -261,6 +313,7 @@ int main(void)
 	mt_reader_free(NULL);
 	mt_iter_free(NULL);
 	remove_trace(path);
+	failed_flush(path);
 	printf("trace: ok\n");
 	return 0;
 }
