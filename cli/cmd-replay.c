@@ -392,20 +392,24 @@ int mt_cmd_replay(int argc, char **argv)
 	struct mt_reader *reader;
 	if ((rc = cli_open_trace(CMD, path, &reader)) != CLI_EXIT_OK)
 		return rc;
-	struct mt_request_stream *s = NULL;
-	char err[256];
-	int lrc = mt_request_stream_load(&s, reader, (uint32_t)device, err, sizeof(err));
-	mt_reader_free(reader);
-	if (lrc < 0) {
-		cli_error(CMD, "%s: %s", path, err);
-		return CLI_EXIT_FAILURE;
-	}
-
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old);
+	struct mt_request_stream *s = NULL;
+	char err[256];
+	int lrc = mt_request_stream_load(&s, reader, (uint32_t)device, err, sizeof(err));
+	mt_reader_free(reader);
+	if (lrc < 0 || interrupted) {
+		sigaction(SIGINT, &old, NULL);
+		mt_request_stream_free(s);
+		if (interrupted)
+			cli_error(CMD, "interrupted");
+		else
+			cli_error(CMD, "%s", err); /* the reader names the file */
+		return interrupted ? 130 : CLI_EXIT_FAILURE;
+	}
 
 	struct outcome *out = calloc(n, sizeof(*out));
 	struct mt_replay_options opt = { .backend = kind,

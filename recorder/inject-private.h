@@ -42,6 +42,7 @@ struct mt_inject {
 	bool kernels; /* CONCURRENT_KERNEL/MEMCPY/MEMSET wanted */
 	unsigned sample_ms;
 	uint64_t dropped; /* CUPTI records dropped, all buffers */
+	uint64_t untimed; /* kernel/memcpy/memset records without timestamps, skipped */
 	pthread_t thread;
 	bool thread_started;
 };

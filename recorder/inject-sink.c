@@ -267,7 +267,7 @@ void mt_sink_flush(void)
 void mt_sink_close(void)
 {
 	struct mt_inject *in = &mt_inject_state;
-	char dropped[32];
+	char number[32];
 
 	if (!mine())
 		return;
@@ -281,11 +281,15 @@ void mt_sink_close(void)
 	pthread_mutex_lock(&in->writer_lock);
 	mt_activity_close_ranges_locked();
 	commit_locked();
-	snprintf(dropped, sizeof(dropped), "%llu", (unsigned long long)in->dropped);
+	snprintf(number, sizeof(number), "%llu", (unsigned long long)in->dropped);
 	/* One meta key for the trace: the first process writes it, a child
 	 * only when it lost records itself. */
 	if (in->root || in->dropped)
-		set_meta_locked("dropped_records", dropped);
+		set_meta_locked("dropped_records", number);
+	if (in->untimed) {
+		snprintf(number, sizeof(number), "%llu", (unsigned long long)in->untimed);
+		set_meta_locked("untimed_records", number);
+	}
 	/* Closing the last connection folds the WAL into the trace file.
 	 * Late events (static destructors after exit handlers) go nowhere. */
 	atomic_store(&in->enabled, false);

@@ -9,9 +9,10 @@
 
 static inline size_t slot_of(uint64_t key, size_t mask)
 {
-	/* Fibonacci hashing: addresses share low zero bits, so mix them all. */
-	uint64_t h = key * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h ^ (h >> 29)) & mask;
+	/* Fibonacci hashing: the product's high bits mix every bit of the key
+	 * (addresses share many low zero bits, so the low bits would not). */
+	unsigned bits = (unsigned)__builtin_popcountll(mask);
+	return bits ? (size_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - bits)) : 0;
 }
 
 void mt_addrmap_init(struct mt_addrmap *m)
@@ -49,7 +50,7 @@ static int grow(struct mt_addrmap *m)
 
 int mt_addrmap_put(struct mt_addrmap *m, uint64_t key, uint64_t value)
 {
-	if (!m->slots || (m->count + 1) * 4 > (m->mask + 1) * 3) {
+	if (!m->slots || (m->count + 1) * 2 > m->mask + 1) { /* load <= 1/2: short chains */
 		int rc = grow(m);
 		if (rc < 0)
 			return rc;

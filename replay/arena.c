@@ -6,12 +6,14 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "arena-private.h"
 
 struct fit_key {
 	uint64_t stream;
 	uint64_t bytes;
+	uint64_t seq;
 	uint64_t address;
 };
 
@@ -23,6 +25,15 @@ static int cmp_u64(uint64_t a, uint64_t b)
 #define BLOCK(n) mt_rb_entry(n, struct mt_arena_block, node)
 #define SEGMENT(n) mt_rb_entry(n, struct mt_arena_segment, node)
 
+/* Blocks are ordered by (segment creation, address), never by address
+ * alone: the cuda backend's addresses differ from run to run and from the
+ * sim backend's, and a replay must choose alike on both. */
+static int pos_cmp(uint64_t seq_a, uint64_t addr_a, const struct mt_arena_block *b)
+{
+	int c = cmp_u64(seq_a, b->seq);
+	return c ? c : cmp_u64(addr_a, b->address);
+}
+
 static int best_key_cmp(const void *key, const struct mt_rb_node *n)
 {
 	const struct fit_key *k = key;
@@ -30,45 +41,31 @@ static int best_key_cmp(const void *key, const struct mt_rb_node *n)
 	int c = cmp_u64(k->stream, b->stream);
 	if (!c)
 		c = cmp_u64(k->bytes, b->bytes);
-	return c ? c : cmp_u64(k->address, b->address);
+	return c ? c : pos_cmp(k->seq, k->address, b);
 }
 
 static int best_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
 	const struct mt_arena_block *x = BLOCK(a);
-	struct fit_key k = { x->stream, x->bytes, x->address };
+	struct fit_key k = { x->stream, x->bytes, x->seq, x->address };
 	return best_key_cmp(&k, b);
-}
-
-static int first_key_cmp(const void *key, const struct mt_rb_node *n)
-{
-	const struct fit_key *k = key;
-	const struct mt_arena_block *b = BLOCK(n);
-	int c = cmp_u64(k->stream, b->stream);
-	return c ? c : cmp_u64(k->address, b->address);
 }
 
 static int first_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
-	const struct mt_arena_block *x = BLOCK(a);
-	struct fit_key k = { x->stream, 0, x->address };
-	return first_key_cmp(&k, b);
-}
-
-static int segment_key_cmp(const void *key, const struct mt_rb_node *n)
-{
-	return cmp_u64(*(const uint64_t *)key, SEGMENT(n)->address);
+	return pos_cmp(BLOCK(a)->seq, BLOCK(a)->address, BLOCK(b));
 }
 
 static int segment_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
-	return segment_key_cmp(&SEGMENT(a)->address, b);
+	return cmp_u64(SEGMENT(a)->seq, SEGMENT(b)->seq);
 }
 
 void mt_arena_init(struct mt_arena *a, enum mt_arena_fit fit, bool per_stream, uint64_t min_split)
 {
+	memset(a, 0, sizeof(*a));
 	a->fit = fit;
-	a->per_stream = per_stream;
+	a->per_stream = per_stream && fit == MT_ARENA_BEST_FIT;
 	a->min_split = min_split ? min_split : 1;
 	mt_rb_init(&a->free_tree);
 	mt_rb_init(&a->segments);
@@ -116,10 +113,54 @@ static struct mt_arena_block *new_block(struct mt_arena *a)
 	return malloc(sizeof(*b));
 }
 
+/* 8 classes per power of two: [2^e + k 2^(e-3), 2^e + (k+1) 2^(e-3)) */
+static unsigned size_class(uint64_t x)
+{
+	unsigned e = 63u - (unsigned)__builtin_clzll(x | 1);
+	return e < 3 ? (unsigned)x : e * 8 + (unsigned)((x >> (e - 3)) & 7);
+}
+
+static struct mt_arena_block *lower(struct mt_arena_block *x, struct mt_arena_block *y)
+{
+	if (!x || !y)
+		return x ? x : y;
+	return first_cmp(&x->node, &y->node) <= 0 ? x : y;
+}
+
+/* Sets class c's lowest block and replays the tournament above it. */
+static void set_class_min(struct mt_arena *a, unsigned c, struct mt_arena_block *b)
+{
+	size_t i = MT_ARENA_CLASSES + c;
+	a->class_min[i] = b;
+	for (i /= 2; i >= 1; i /= 2)
+		a->class_min[i] = lower(a->class_min[2 * i], a->class_min[2 * i + 1]);
+}
+
 static void insert_free(struct mt_arena *a, struct mt_arena_block *b)
 {
 	b->allocated = false;
-	mt_rb_insert(&a->free_tree, &b->node, a->fit == MT_ARENA_BEST_FIT ? best_cmp : first_cmp);
+	if (a->fit == MT_ARENA_BEST_FIT) {
+		mt_rb_insert(&a->free_tree, &b->node, best_cmp);
+		return;
+	}
+	unsigned c = size_class(b->bytes);
+	mt_rb_insert(&a->classes[c], &b->node, first_cmp);
+	struct mt_arena_block *m = a->class_min[MT_ARENA_CLASSES + c];
+	if (!m || first_cmp(&b->node, &m->node) < 0)
+		set_class_min(a, c, b);
+}
+
+static void erase_free(struct mt_arena *a, struct mt_arena_block *b)
+{
+	if (a->fit == MT_ARENA_BEST_FIT) {
+		mt_rb_erase(&a->free_tree, &b->node);
+		return;
+	}
+	unsigned c = size_class(b->bytes);
+	struct mt_rb_node *next = mt_rb_next(&b->node);
+	mt_rb_erase(&a->classes[c], &b->node);
+	if (a->class_min[MT_ARENA_CLASSES + c] == b)
+		set_class_min(a, c, next ? BLOCK(next) : NULL);
 }
 
 int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
@@ -132,12 +173,16 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
 		free(b);
 		return -ENOMEM;
 	}
-	*seg = (struct mt_arena_segment){
-		.address = address, .bytes = bytes, .stream = stream, .tag = tag, .first = b
-	};
+	*seg = (struct mt_arena_segment){ .address = address,
+		                          .bytes = bytes,
+		                          .stream = stream,
+		                          .tag = tag,
+		                          .seq = a->next_seq++,
+		                          .first = b };
 	*b = (struct mt_arena_block){ .address = address,
 		                      .bytes = bytes,
 		                      .stream = a->per_stream ? stream : 0,
+		                      .seq = seg->seq,
 		                      .segment = seg };
 	mt_rb_insert(&a->segments, &seg->node, segment_cmp);
 	insert_free(a, b);
@@ -145,23 +190,44 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
 	return 0;
 }
 
+/* First fit: the lowest-placed free block (by segment creation, then
+ * address) of at least bytes. Every
+ * block of a class above the request's fits, so only the request's own
+ * class needs a scan, and only below the best address found above. */
+static struct mt_arena_block *first_fit(struct mt_arena *a, uint64_t bytes)
+{
+	unsigned c = size_class(bytes);
+	struct mt_arena_block *best = NULL;
+	/* tournament minimum over classes [c + 1, CLASSES) */
+	for (size_t lo = MT_ARENA_CLASSES + c + 1, hi = 2 * MT_ARENA_CLASSES; lo < hi;
+	     lo /= 2, hi /= 2) {
+		if (lo & 1)
+			best = lower(best, a->class_min[lo++]);
+		if (hi & 1)
+			best = lower(best, a->class_min[--hi]);
+	}
+	struct mt_arena_block *own = a->class_min[MT_ARENA_CLASSES + c];
+	for (struct mt_rb_node *n = own ? &own->node : NULL; n; n = mt_rb_next(n)) {
+		if (best && first_cmp(n, &best->node) > 0)
+			break;
+		if (BLOCK(n)->bytes >= bytes)
+			return BLOCK(n);
+	}
+	return best;
+}
+
 /* The free block of `stream` that the fit picks for bytes, or NULL. */
 static struct mt_arena_block *find_fit(struct mt_arena *a, uint64_t bytes, uint64_t stream)
 {
-	struct fit_key k = { stream, bytes, 0 };
-	if (a->fit == MT_ARENA_BEST_FIT) {
-		struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
-		return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
-	}
-	struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, first_key_cmp);
-	for (; n && BLOCK(n)->stream == stream; n = mt_rb_next(n))
-		if (BLOCK(n)->bytes >= bytes)
-			return BLOCK(n);
-	return NULL;
+	if (a->fit == MT_ARENA_FIRST_FIT)
+		return first_fit(a, bytes);
+	struct fit_key k = { stream, bytes, 0, 0 };
+	struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
+	return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
 }
 
-static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, uint64_t stream,
-                uint64_t *address, uint64_t *granted)
+static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, uint64_t requested,
+                uint64_t stream, uint64_t *address, uint64_t *granted)
 {
 	if (b->bytes - bytes >= a->min_split) {
 		struct mt_arena_block *rest = new_block(a);
@@ -172,15 +238,16 @@ static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, ui
 			                         .stream = b->stream,
 			                         .prev = b,
 			                         .next = b->next,
+			                         .seq = b->seq,
 			                         .segment = b->segment };
-		mt_rb_erase(&a->free_tree, &b->node);
+		erase_free(a, b);
 		if (b->next)
 			b->next->prev = rest;
 		b->next = rest;
 		b->bytes = bytes;
 		insert_free(a, rest);
 	} else {
-		mt_rb_erase(&a->free_tree, &b->node);
+		erase_free(a, b);
 	}
 	int rc = mt_addrmap_put(&a->live, b->address, (uint64_t)(uintptr_t)b);
 	if (rc < 0) {
@@ -190,21 +257,23 @@ static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, ui
 	b->allocated = true;
 	b->stream = a->per_stream ? stream : 0;
 	b->segment->used += b->bytes;
+	b->requested = requested;
 	a->allocated += b->bytes;
+	a->requested += requested;
 	*address = b->address;
 	*granted = b->bytes;
 	return 0;
 }
 
-int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
-                   uint64_t *granted)
+int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+                   uint64_t *address, uint64_t *granted)
 {
 	struct mt_arena_block *b = find_fit(a, bytes, a->per_stream ? stream : 0);
-	return b ? take(a, b, bytes, stream, address, granted) : -ENOSPC;
+	return b ? take(a, b, bytes, requested, stream, address, granted) : -ENOSPC;
 }
 
-int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint64_t *address,
-                       uint64_t *granted)
+int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+                       uint64_t *address, uint64_t *granted)
 {
 	/* Visit each stream present in the free tree once: its fit, then jump
 	 * past the stream. */
@@ -213,12 +282,11 @@ int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t stream, uint
 		uint64_t s = BLOCK(n)->stream;
 		struct mt_arena_block *b = find_fit(a, bytes, s);
 		if (b)
-			return take(a, b, bytes, stream, address, granted);
+			return take(a, b, bytes, requested, stream, address, granted);
 		if (s == UINT64_MAX)
 			break;
-		struct fit_key k = { s + 1, 0, 0 };
-		n = mt_rb_lower_bound(&a->free_tree, &k,
-		                      a->fit == MT_ARENA_BEST_FIT ? best_key_cmp : first_key_cmp);
+		struct fit_key k = { s + 1, 0, 0, 0 };
+		n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
 	}
 	return -ENOSPC;
 }
@@ -238,10 +306,11 @@ int mt_arena_free(struct mt_arena *a, uint64_t address, uint64_t stream, uint64_
 	*bytes = b->bytes;
 	b->segment->used -= b->bytes;
 	a->allocated -= b->bytes;
+	a->requested -= b->requested;
 	b->stream = a->per_stream ? stream : 0;
 	struct mt_arena_block *p = b->prev, *n = b->next;
 	if (p && !p->allocated) {
-		mt_rb_erase(&a->free_tree, &p->node);
+		erase_free(a, p);
 		p->bytes += b->bytes;
 		p->next = n;
 		if (n)
@@ -251,7 +320,7 @@ int mt_arena_free(struct mt_arena *a, uint64_t address, uint64_t stream, uint64_
 		b = p;
 	}
 	if (n && !n->allocated) {
-		mt_rb_erase(&a->free_tree, &n->node);
+		erase_free(a, n);
 		b->bytes += n->bytes;
 		b->next = n->next;
 		if (n->next)
@@ -278,8 +347,9 @@ int mt_arena_release_segments(struct mt_arena *a, bool all, uint64_t keep_bytes,
 			if (b->allocated) {
 				mt_addrmap_remove(&a->live, b->address, NULL);
 				a->allocated -= b->bytes;
+				a->requested -= b->requested;
 			} else {
-				mt_rb_erase(&a->free_tree, &b->node);
+				erase_free(a, b);
 			}
 		}
 		a->reserved -= seg->bytes;
@@ -309,8 +379,9 @@ int mt_arena_walk(struct mt_arena *a, mt_policy_walk_fn fn, void *data)
 uint64_t mt_arena_largest_free(const struct mt_arena *a)
 {
 	uint64_t best = 0;
-	for (struct mt_rb_node *n = mt_rb_first(&a->free_tree); n; n = mt_rb_next(n))
-		if (BLOCK(n)->bytes > best)
-			best = BLOCK(n)->bytes;
+	for (struct mt_rb_node *n = mt_rb_first(&a->segments); n; n = mt_rb_next(n))
+		for (const struct mt_arena_block *b = SEGMENT(n)->first; b; b = b->next)
+			if (!b->allocated && b->bytes > best)
+				best = b->bytes;
 	return best;
 }

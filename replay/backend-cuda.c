@@ -248,6 +248,9 @@ static int cuda_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream
 		/* maxSize bounds the pool; plain and VMM memory held besides it
 		 * can still push the total over: undo and report OOM. */
 		cuda_pool_free(b, p, stream);
+		c->cuCtxSynchronize();
+		c->cuMemPoolTrimTo(c->pool, b->capacity > b->held ? b->capacity - b->held : 0);
+		read_pool_reserved(b);
 		return mt_backend_fail(b, -ENOMEM, "pool growth exceeds the capacity");
 	}
 	*address = p;

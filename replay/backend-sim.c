@@ -94,9 +94,9 @@ static int sim_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream,
 {
 	struct sim *s = b->priv;
 	uint64_t need = round_up(bytes, SIM_ALIGN), granted;
-	int rc = mt_arena_alloc(&s->pool, need, stream, address, &granted);
+	int rc = mt_arena_alloc(&s->pool, need, bytes, stream, address, &granted);
 	if (rc == -ENOSPC)
-		rc = mt_arena_alloc_any(&s->pool, need, stream, address, &granted);
+		rc = mt_arena_alloc_any(&s->pool, need, bytes, stream, address, &granted);
 	if (rc == -ENOSPC) {
 		uint64_t chunk = round_up(need, SIM_GRANULARITY);
 		if (chunk > mt_backend_room(b))
@@ -109,7 +109,7 @@ static int sim_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream,
 			return mt_backend_fail(b, rc, "out of host memory");
 		b->pool_reserved += chunk;
 		*grew = 1;
-		rc = mt_arena_alloc(&s->pool, need, stream, address, &granted);
+		rc = mt_arena_alloc(&s->pool, need, bytes, stream, address, &granted);
 	}
 	if (rc < 0)
 		return mt_backend_fail(b, rc == -ENOSPC ? -ENOMEM : rc, "pool allocation failed");

@@ -95,6 +95,7 @@ struct run {
 static int fail(struct run *r, int rc, size_t i, const char *what)
 {
 	const char *m = r->b && rc != -EINTR ? mt_backend_message(r->b) : "";
+	r->res->events = i; /* events fully replayed */
 	snprintf(r->err, r->errlen, "%s at event %zu: %s", what, i,
 	         m[0] ? m : strerror(rc < 0 ? -rc : rc));
 	return rc;
@@ -104,14 +105,15 @@ static int loop(struct run *r)
 {
 	const struct mt_request_stream *s = r->s;
 	const struct mt_policy_ops *ops = r->p->ops;
-	uint64_t live = 0, step = s->nevents / 100 + 1, t0 = 0;
+	uint64_t live = 0, step = s->nevents / 100 + 1, t0 = 0, next_check = 0;
 	bool timed = r->lat != NULL;
 	for (size_t i = 0; i < s->nevents; i++) {
 		uint32_t c = s->events[i], q = MT_EVENT_REQUEST(c);
 		uint64_t stream = s->streams[s->stream[q]];
 		int rc;
-		r->res->events = i; /* events fully replayed */
-		if (i % step == 0) {
+		if (i == next_check) { /* every ~1%: progress and interruption */
+			next_check += step;
+			r->res->events = i; /* events fully replayed */
 			if (r->opt->progress)
 				r->opt->progress(r->opt->progress_data, i, s->nevents);
 			if (r->opt->interrupted && *r->opt->interrupted)

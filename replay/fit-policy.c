@@ -28,9 +28,7 @@ struct fit_policy {
 	struct mt_arena arena;
 	uint64_t segment;
 	uint64_t round;
-	uint64_t requested;
 	uint64_t flushes;
-	struct mt_addrmap requested_of; /* address -> requested bytes */
 };
 
 int mt_fit_policy_create(struct mt_policy **out, const struct mt_policy_ops *ops,
@@ -99,31 +97,20 @@ int mt_fit_policy_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, 
 {
 	struct fit_policy *p = (struct fit_policy *)pol;
 	uint64_t need = mt_round_up(bytes ? bytes : 1, p->round), granted;
-	int rc = mt_arena_alloc(&p->arena, need, 0, address, &granted);
+	int rc = mt_arena_alloc(&p->arena, need, bytes, 0, address, &granted);
 	if (rc == -ENOSPC) {
 		if ((rc = grow(p, need)) < 0)
 			return rc;
-		rc = mt_arena_alloc(&p->arena, need, 0, address, &granted);
+		rc = mt_arena_alloc(&p->arena, need, bytes, 0, address, &granted);
 	}
-	if (rc < 0)
-		return rc;
-	if (mt_addrmap_put(&p->requested_of, *address, bytes) < 0) {
-		mt_arena_free(&p->arena, *address, 0, &granted);
-		return -ENOMEM;
-	}
-	p->requested += bytes;
-	return 0;
+	return rc;
 }
 
 int mt_fit_policy_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 {
 	struct fit_policy *p = (struct fit_policy *)pol;
-	uint64_t bytes, requested;
-	if (mt_arena_free(&p->arena, address, 0, &bytes) < 0)
-		return -EINVAL;
-	mt_addrmap_remove(&p->requested_of, address, &requested);
-	p->requested -= requested;
-	return 0;
+	uint64_t bytes;
+	return mt_arena_free(&p->arena, address, 0, &bytes) < 0 ? -EINVAL : 0;
 }
 
 int mt_fit_policy_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
@@ -136,7 +123,7 @@ void mt_fit_policy_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct fit_policy *p = (struct fit_policy *)pol;
 	*st = (struct mt_policy_stats){ .allocated = p->arena.allocated,
-		                        .requested = p->requested,
+		                        .requested = p->arena.requested,
 		                        .reserved = p->arena.reserved,
 		                        .segments = p->arena.segments.count,
 		                        .largest_free = mt_arena_largest_free(&p->arena),
@@ -148,6 +135,5 @@ void mt_fit_policy_destroy(struct mt_policy *pol)
 	struct fit_policy *p = (struct fit_policy *)pol;
 	mt_arena_release_segments(&p->arena, true, 0, release_segment, p);
 	mt_arena_release(&p->arena);
-	mt_addrmap_release(&p->requested_of);
 	free(p);
 }

@@ -210,7 +210,7 @@ struct mt_replay_oom {
 struct mt_replay_result {
 	char policy[64];
 	char backend[8];
-	uint64_t events;
+	uint64_t events;         /* events replayed: the whole stream unless stopped early */
 	uint64_t peak_allocated; /* lower bound: requested bytes live at once */
 	uint64_t peak_reserved;
 	double fragmentation;    /* 1 - peak_allocated / peak_reserved (after OOMs: 1 -
@@ -218,7 +218,9 @@ struct mt_replay_result {
 	struct mt_backend_stats driver;
 	uint64_t oom_count;
 	struct mt_replay_oom first_oom;
-	uint64_t latency_p50_ns; /* cuda with measure_latency, else 0 */
+	/* host time of the policy's alloc and free calls together, driver
+	 * calls included (measure_latency; meant for cuda), else 0 */
+	uint64_t latency_p50_ns;
 	uint64_t latency_p99_ns;
 	double seconds;          /* wall time of the replay loop */
 	struct mt_series_point *series; /* malloc'd, series_len points */

@@ -5,13 +5,18 @@
  *  - kernel: its kernel events, repeated with shifted timestamps until
  *    there are as many.
  * For each mix it measures the chunk codec alone (mt_chunk_encode and
- * mt_chunk_decode on chunks of 65536 events, checking the round trip), and
+ * mt_chunk_decode on chunks of 65536 events, checking the round trip; each
+ * chunk is decoded a second time to show the cost with warm caches), and
  * the writer and reader end to end (a trace holding only that mix: appends
  * through mt_writer_append, then an ordered mt_reader_iter walk), with the
  * bytes per event in the blobs and in the file. Rates are per second of
  * this thread's CPU time (one core; wall time beside it).
+ * glibc's malloc is told to keep freed memory (M_MMAP_THRESHOLD 256 MiB,
+ * M_TRIM_THRESHOLD 1 GiB): with its defaults every 5.6 MiB array of 65536
+ * decoded events is a fresh mmap, and on a VM the page faults of touching
+ * it cost more than decoding. --default-malloc measures with the defaults.
  * Prints figures and asserts nothing: run by hand, pinned to one core:
- *   taskset -c 1 build/bench/format/bench-format [EVENTS]
+ *   taskset -c 1 build/bench/format/bench-format [--default-malloc] [EVENTS]
  * Targets (DESIGN.md): <= 4 B per alloc/free event, <= 8 B per kernel
  * event, decode >= 50 M events/s, encode >= 20 M events/s.
  */
@@ -20,6 +25,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,51 +148,73 @@ static bool same_event(const struct mt_event *a, const struct mt_event *b)
 
 struct figures {
 	uint64_t events, blob_bytes, file_bytes;
-	struct clock_pair encode, decode, write, read;
+	struct clock_pair encode, decode, decode_warm, write, read;
 	bool round_trip;
 };
 
-/* Encodes and decodes the mix chunk by chunk (one kind per chunk, as the
- * writer does). */
-static void bench_codec(struct source *src, struct figures *f, struct mt_event *buf,
-                        struct mt_event *one_kind)
+/* Encodes one chunk and decodes it again, checking the round trip. */
+static void codec_chunk(struct figures *f, unsigned kind, const struct mt_event *ev, size_t n)
 {
-	size_t n;
+	struct mt_event *out = NULL;
+	size_t got = 0, blob_len = 0;
+	void *blob = NULL;
+	int rc;
+
+	clock_start(&f->encode);
+	rc = mt_chunk_encode(kind, ev, n, &blob, &blob_len);
+	clock_stop(&f->encode);
+	if (rc < 0)
+		die("mt_chunk_encode", "failed", rc);
+	clock_start(&f->decode);
+	rc = mt_chunk_decode(kind, blob, blob_len, n, 1, 1, &out, &got);
+	clock_stop(&f->decode);
+	if (rc < 0)
+		die("mt_chunk_decode", "failed", rc);
+	/* again, with the output and the codec's buffers in the caches: what
+	 * decoding costs apart from the memory traffic of a fresh chunk */
+	free(out);
+	clock_start(&f->decode_warm);
+	rc = mt_chunk_decode(kind, blob, blob_len, n, 1, 1, &out, &got);
+	clock_stop(&f->decode_warm);
+	if (rc < 0)
+		die("mt_chunk_decode", "failed", rc);
+	if (got != n)
+		f->round_trip = false;
+	for (size_t i = 0; i < n && f->round_trip; i++)
+		f->round_trip = same_event(&ev[i], &out[i]);
+	f->blob_bytes += blob_len;
+	f->events += n;
+	free(blob);
+	free(out);
+}
+
+/* Runs the codec over the mix in chunks of CHUNK events of one kind, as
+ * the writer batches them. */
+static void bench_codec(struct source *src, struct figures *f, struct mt_event *buf)
+{
+	struct mt_event *chunk[MT_EVENT_KIND_MAX + 1] = { 0 };
+	size_t fill[MT_EVENT_KIND_MAX + 1] = { 0 }, n;
+	unsigned k;
 
 	f->round_trip = true;
 	while ((n = source_fill(src, buf, CHUNK)) > 0) {
-		for (unsigned kind = 1; kind <= MT_EVENT_KIND_MAX; kind++) {
-			struct mt_event *out = NULL;
-			size_t m = 0, got = 0, blob_len = 0;
-			void *blob = NULL;
-			int rc;
-
-			for (size_t i = 0; i < n; i++)
-				if (buf[i].kind == kind)
-					one_kind[m++] = buf[i];
-			if (!m)
-				continue;
-			clock_start(&f->encode);
-			rc = mt_chunk_encode(kind, one_kind, m, &blob, &blob_len);
-			clock_stop(&f->encode);
-			if (rc < 0)
-				die("mt_chunk_encode", "failed", rc);
-			clock_start(&f->decode);
-			rc = mt_chunk_decode(kind, blob, blob_len, m, 1, 1, &out, &got);
-			clock_stop(&f->decode);
-			if (rc < 0)
-				die("mt_chunk_decode", "failed", rc);
-			if (got != m)
-				f->round_trip = false;
-			for (size_t i = 0; i < m && f->round_trip; i++)
-				f->round_trip = same_event(&one_kind[i], &out[i]);
-			f->blob_bytes += blob_len;
-			f->events += m;
-			free(blob);
-			free(out);
+		for (size_t i = 0; i < n; i++) {
+			k = buf[i].kind;
+			if (!chunk[k] && !(chunk[k] = malloc(CHUNK * sizeof(*chunk[k]))))
+				die("allocating", "out of memory", -ENOMEM);
+			chunk[k][fill[k]++] = buf[i];
+			if (fill[k] == CHUNK) {
+				codec_chunk(f, k, chunk[k], CHUNK);
+				fill[k] = 0;
+			}
 		}
 	}
 	source_close(src);
+	for (k = 1; k <= MT_EVENT_KIND_MAX; k++) {
+		if (fill[k])
+			codec_chunk(f, k, chunk[k], fill[k]);
+		free(chunk[k]);
+	}
 }
 
 static uint64_t file_size(const char *path)
@@ -290,7 +318,7 @@ static double rate(uint64_t events, double seconds)
 
 static void print_rate(const char *what, uint64_t events, struct clock_pair c, double target)
 {
-	printf("  %-28s %7.1f M events/s (wall %.1f)", what, rate(events, c.cpu),
+	printf("  %-34s %6.1f M events/s (wall %.1f)", what, rate(events, c.cpu),
 	       rate(events, c.wall));
 	if (target > 0)
 		printf("   target >= %.0f: %s", target,
@@ -298,18 +326,41 @@ static void print_rate(const char *what, uint64_t events, struct clock_pair c, d
 	printf("\n");
 }
 
-static void print_figures(const char *mix, const struct figures *f, double bytes_target)
+/* Bytes per event of the given kinds in the training trace: their blob
+ * bytes, and their share (by blob bytes) of the whole file. */
+static void trace_bytes(const struct mt_kind_stats *stats, uint64_t file_bytes, uint32_t kinds,
+                        double *per_blob, double *per_file)
 {
-	double per_blob = (double)f->blob_bytes / (double)f->events;
-	double per_file = (double)f->file_bytes / (double)f->events;
+	uint64_t events = 0, blob = 0, all_blob = 0;
 
+	for (unsigned k = 1; k <= MT_EVENT_KIND_MAX; k++) {
+		all_blob += stats[k].blob_bytes;
+		if (kinds & MT_KIND_BIT(k)) {
+			events += stats[k].events;
+			blob += stats[k].blob_bytes;
+		}
+	}
+	*per_blob = events ? (double)blob / (double)events : 0;
+	*per_file = events && all_blob ? (double)file_bytes * ((double)blob / (double)all_blob) /
+	                                         (double)events
+	                               : 0;
+}
+
+static void print_figures(const char *mix, const struct figures *f, double per_blob,
+                          double per_file, double bytes_target)
+{
 	printf("%s: %" PRIu64 " events, codec round trip %s\n", mix, f->events,
 	       f->round_trip ? "exact" : "DIFFERS");
-	printf("  %-28s %7.2f B/event   target <= %.0f: %s\n", "in the file", per_file,
-	       bytes_target, per_file <= bytes_target ? "met" : "MISSED");
-	printf("  %-28s %7.2f B/event\n", "in the blobs", per_blob);
+	printf("  %-34s %6.2f B/event   target <= %.0f: %s\n", "in the training trace's file",
+	       per_file, bytes_target, per_file <= bytes_target ? "met" : "MISSED");
+	printf("  %-34s %6.2f B/event\n", "in the training trace's blobs", per_blob);
+	printf("  %-34s %6.2f B/event\n", "in the codec's blobs (this mix)",
+	       (double)f->blob_bytes / (double)f->events);
+	printf("  %-34s %6.2f B/event\n", "in a file of only this mix",
+	       (double)f->file_bytes / (double)f->events);
 	print_rate("encode (codec)", f->events, f->encode, 20);
 	print_rate("decode (codec)", f->events, f->decode, 50);
+	print_rate("decode (codec, cache-warm)", f->events, f->decode_warm, 0);
 	print_rate("write (writer, end to end)", f->events, f->write, 0);
 	print_rate("read (reader, end to end)", f->events, f->read, 0);
 }
@@ -318,7 +369,7 @@ int main(int argc, char **argv)
 {
 	uint64_t events = 10000000;
 	char dir[] = "/tmp/bench-format.XXXXXX", path[3][64];
-	struct mt_event *buf = malloc(CHUNK * sizeof(*buf)), *one = malloc(CHUNK * sizeof(*one));
+	struct mt_event *buf = malloc(CHUNK * sizeof(*buf));
 	struct figures mixes[2] = { 0 };
 	const uint32_t kinds[2] = { MT_KIND_BIT(MT_EVENT_ALLOC) | MT_KIND_BIT(MT_EVENT_FREE),
 		                    MT_KIND_BIT(MT_EVENT_KERNEL) };
@@ -328,13 +379,24 @@ int main(int argc, char **argv)
 	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
 	struct mt_query all = { 0 };
 	struct source src;
+	uint64_t train_bytes;
+	double per_blob, per_file;
+	bool default_malloc = false;
 	int rc;
 
-	if (argc > 1 && mt_size_parse(argv[1], &events) < 0) {
-		fprintf(stderr, "usage: bench-format [EVENTS]  (default 10M, e.g. 1e6)\n");
-		return 2;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--default-malloc")) {
+			default_malloc = true;
+		} else if (mt_size_parse(argv[i], &events) < 0) {
+			fprintf(stderr, "usage: bench-format [--default-malloc] [EVENTS]  (default "
+			                "10M, e.g. 1e6)\n");
+			return 2;
+		}
 	}
-	if (!buf || !one || !w || !r || !mkdtemp(dir))
+	if (!default_malloc &&
+	    (!mallopt(M_MMAP_THRESHOLD, 256 << 20) || !mallopt(M_TRIM_THRESHOLD, 1 << 30)))
+		die("mallopt", "refused", -EINVAL);
+	if (!buf || !w || !r || !mkdtemp(dir))
 		die("setting up", "out of memory or no /tmp", -errno);
 	for (int i = 0; i < 3; i++)
 		snprintf(path[i], sizeof(path[i]), "%s/%s.db", dir,
@@ -356,17 +418,21 @@ int main(int argc, char **argv)
 		rc = mt_reader_kind_stats(r, &all, stats);
 	if (rc < 0)
 		die(path[0], mt_reader_message(r), rc);
+	train_bytes = file_size(path[0]);
 	printf("bench-format: synthetic training loop, seed 1: %" PRIu64 " alloc/free, %" PRIu64
-	       " kernel events (synth + writer: %.1f s)\n\n",
+	       " kernel events; file %.1f MiB (synth + writer: %.1f s); malloc %s\n\n",
 	       stats[MT_EVENT_ALLOC].events + stats[MT_EVENT_FREE].events,
-	       stats[MT_EVENT_KERNEL].events, synth.wall);
+	       stats[MT_EVENT_KERNEL].events, (double)train_bytes / (1 << 20), synth.wall,
+	       default_malloc ? "defaults" : "keeps freed memory");
 
 	for (int m = 0; m < 2; m++) {
 		source_open(&src, r, kinds[m], events);
-		bench_codec(&src, &mixes[m], buf, one);
+		bench_codec(&src, &mixes[m], buf);
 		source_open(&src, r, kinds[m], events);
 		bench_end_to_end(&src, &mixes[m], buf, path[m + 1], kinds[m]);
-		print_figures(m ? "kernel mix" : "alloc/free mix", &mixes[m], m ? 8 : 4);
+		trace_bytes(stats, train_bytes, kinds[m], &per_blob, &per_file);
+		print_figures(m ? "kernel mix" : "alloc/free mix", &mixes[m], per_blob, per_file,
+		              m ? 8 : 4);
 		printf("\n");
 	}
 	mt_reader_free(r);
@@ -374,6 +440,5 @@ int main(int argc, char **argv)
 		remove_trace(path[i]);
 	rmdir(dir);
 	free(buf);
-	free(one);
 	return 0;
 }

@@ -52,9 +52,10 @@ struct region;
 
 struct chunk {
 	struct mt_rb_node node;    /* in its bin while free */
+	uint64_t size, seq, addr;  /* its order in a bin; seq: its region's */
 	struct chunk *prev, *next; /* neighbours in the region */
 	struct region *region;
-	uint64_t addr, size, requested;
+	uint64_t requested;
 	bool in_use;
 };
 
@@ -62,6 +63,7 @@ struct region {
 	struct region *prev_region, *next_region;
 	struct chunk *head;
 	uint64_t addr, size;
+	uint64_t seq; /* creation number */
 };
 
 struct bfc {
@@ -76,7 +78,7 @@ struct bfc {
 	uint64_t max_internal_fragmentation;
 	bool started_backpedal;
 	bool garbage_collection;
-	uint64_t nregions, allocated, requested, cache_flushes;
+	uint64_t nregions, next_seq, allocated, requested, cache_flushes;
 };
 
 static uint64_t rounded_bytes(uint64_t bytes)
@@ -102,12 +104,17 @@ static int cmp_u64(uint64_t a, uint64_t b)
 	return (a > b) - (a < b);
 }
 
-/* ChunkComparator: (size, address) */
+/* ChunkComparator: (size, address), where the address is taken as
+ * (region creation number, address) so the order does not depend on where
+ * the backend places regions (it is the pointer order when regions get
+ * increasing addresses, as under sim): sim and cuda replays choose alike. */
 static int cmp_chunk(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
 	const struct chunk *x = node_chunk(a), *y = node_chunk(b);
 	int c = cmp_u64(x->size, y->size);
 
+	if (!c)
+		c = cmp_u64(x->seq, y->seq);
 	return c ? c : cmp_u64(x->addr, y->addr);
 }
 
@@ -207,6 +214,7 @@ static int extend(struct bfc *p, uint64_t rounded)
 		return -ENOMEM;
 	}
 	r->addr = c->addr = addr;
+	r->seq = c->seq = p->next_seq++;
 	r->size = c->size = bytes;
 	r->head = c;
 	c->region = r;
@@ -238,6 +246,7 @@ static struct chunk *find_chunk(struct bfc *p, uint64_t rounded, uint64_t reques
 				return NULL;
 			}
 			rest->region = c->region;
+			rest->seq = c->seq;
 			rest->addr = c->addr + rounded;
 			rest->size = c->size - rounded;
 			rest->prev = c;

@@ -48,13 +48,15 @@ struct torch_pool;
  * one ordered set: its pool's free blocks (mapped) or its pool's unmapped
  * blocks (expandable); an allocated one is in the allocator's active map. */
 struct torch_block {
+	/* the node and the key fields first: one cache line per tree step */
 	struct mt_rb_node node;
+	uint64_t stream;
+	uint64_t size;
+	uint64_t seq; /* its segment's creation number */
+	uint64_t addr;
 	struct torch_block *prev, *next; /* neighbours in the segment, by address */
 	struct torch_pool *pool;
 	struct torch_segment *seg;
-	uint64_t stream;
-	uint64_t addr;
-	uint64_t size;
 	uint64_t requested;
 	int64_t gc_count_base;
 	bool allocated;
@@ -78,6 +80,7 @@ struct torch_segment {
 	struct torch_segment *prev_seg, *next_seg; /* all segments, in creation order */
 	struct torch_block *head;                  /* the block at the lowest address */
 	struct torch_pool *pool;
+	uint64_t seq; /* creation number: segments order by it, not by address */
 	uint64_t stream;
 	uint64_t addr;
 	uint64_t size; /* bytes of memory (cudaMalloc) or of address space (expandable) */
@@ -99,6 +102,7 @@ struct torch_alloc {
 	uint64_t reserved;    /* total_allocated_memory */
 	uint64_t allocated, requested;
 	uint64_t nsegments;
+	uint64_t next_seq;
 	uint64_t cache_flushes;
 };
 
@@ -131,7 +135,8 @@ void mt_torch_block_recycle(struct torch_block *b);
 /* Links b between before and after (either may be NULL) and keeps seg->head. */
 void mt_torch_block_splice(struct torch_block *b, struct torch_block *before,
                            struct torch_block *after);
-/* BlockComparatorAddress: (stream, address), the order of pool->unmapped. */
+/* BlockComparatorAddress: (stream, address), the order of pool->unmapped
+ * (see caching.c for what "address" means here). */
 int mt_torch_cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b);
 /* insert_into_blocks: into pool->blocks, stamping the gc counter. */
 void mt_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b);
@@ -139,6 +144,8 @@ void mt_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *
 /* try_merge_blocks: merges src into dst when src is free and mapped alike;
  * returns the bytes subsumed (0: no merge). */
 uint64_t mt_torch_try_merge(struct torch_block *dst, struct torch_block *src);
+/* A zeroed segment record with the next creation number (NULL: no memory). */
+struct torch_segment *mt_torch_segment_new(struct torch_alloc *t);
 /* Appends / removes a segment record (and counts it). */
 void mt_torch_segment_link(struct torch_alloc *t, struct torch_segment *s);
 void mt_torch_segment_unlink(struct torch_alloc *t, struct torch_segment *s);

@@ -12,7 +12,8 @@
  *   between two powers of two (when size > 512 * N).
  * - two pools: requests of at most 1 MiB (after rounding) in the small pool,
  *   the rest in the large pool; each pool keeps its free blocks of every
- *   stream in one set ordered by (stream, size, address).
+ *   stream in one set ordered by (stream, size, address) — the address taken
+ *   as (segment creation number, address), see cmp_place.
  * - segment size (get_allocation_size): 2 MiB for small requests, 20 MiB for
  *   requests under 10 MiB, otherwise the request rounded up to 2 MiB; one
  *   mt_backend_alloc (cudaMalloc) per segment.
@@ -33,10 +34,10 @@
  *   of every stream and pool) and retry; then OOM (-ENOMEM).
  * - garbage_collection_threshold: PyTorch applies it only under a memory
  *   fraction; here the fraction is the backend's capacity. When reserved
- *   exceeds threshold * capacity, before a cudaMalloc, unsplit free large
- *   blocks whose age (get_free_block calls on their pool since they were
- *   freed) is at least the average age are freed until reserved is back
- *   under the threshold.
+ *   exceeds threshold * capacity, before a cudaMalloc, passes over the
+ *   unsplit free large blocks free each one at least as old as their
+ *   average age (age: get_free_block calls on the pool since it was freed)
+ *   until what was freed covers the excess.
  * - stats: allocated = rounded block sizes handed out, requested = asked
  *   sizes, reserved = segment bytes (total_allocated_memory).
  *
@@ -76,6 +77,18 @@ static const struct torch_block *node_block(const struct mt_rb_node *n)
 	return mt_rb_entry(n, const struct torch_block, node);
 }
 
+/* PyTorch orders blocks by raw device pointers. Here a block's "address"
+ * in an order is (segment creation number, address): the same order as the
+ * pointers wherever the driver hands out increasing addresses (the sim
+ * backend always does), and one that does not depend on where a backend
+ * happens to place segments, so sim and cuda replays choose alike. */
+static int cmp_place(const struct torch_block *x, const struct torch_block *y)
+{
+	int c = cmp_u64(x->seq, y->seq);
+
+	return c ? c : cmp_u64(x->addr, y->addr);
+}
+
 /* BlockComparatorSize: (stream, size, address). */
 static int cmp_size(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
@@ -84,7 +97,7 @@ static int cmp_size(const struct mt_rb_node *a, const struct mt_rb_node *b)
 
 	if (!c)
 		c = cmp_u64(x->size, y->size);
-	return c ? c : cmp_u64(x->addr, y->addr);
+	return c ? c : cmp_place(x, y);
 }
 
 /* BlockComparatorAddress: (stream, address). */
@@ -93,7 +106,7 @@ int mt_torch_cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b)
 	const struct torch_block *x = node_block(a), *y = node_block(b);
 	int c = cmp_u64(x->stream, y->stream);
 
-	return c ? c : cmp_u64(x->addr, y->addr);
+	return c ? c : cmp_place(x, y);
 }
 
 /* Searches by a key block (only its stream, size and address are set). */
@@ -109,18 +122,22 @@ static struct torch_block *blk(struct mt_rb_node *n)
 
 /* ---- blocks and segments ---- */
 
+/* Block records start on a cache line (see struct torch_block). */
+#define BLOCK_ALIGN 64
+#define BLOCK_BYTES ((sizeof(struct torch_block) + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN)
+
 struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size)
 {
 	struct torch_block *b = pool->spare;
 
-	if (b) {
+	if (b)
 		pool->spare = b->next;
-		memset(b, 0, sizeof(*b));
-	} else if (!(b = calloc(1, sizeof(*b)))) {
+	else if (!(b = aligned_alloc(BLOCK_ALIGN, BLOCK_BYTES)))
 		return NULL;
-	}
+	memset(b, 0, sizeof(*b));
 	b->seg = seg;
+	b->seq = seg->seq;
 	b->pool = pool;
 	b->stream = stream;
 	b->addr = addr;
@@ -187,6 +204,15 @@ uint64_t mt_torch_try_merge(struct torch_block *dst, struct torch_block *src)
 	mt_rb_erase(src->mapped ? &src->pool->blocks : &src->pool->unmapped, &src->node);
 	mt_torch_block_recycle(src);
 	return subsumed;
+}
+
+struct torch_segment *mt_torch_segment_new(struct torch_alloc *t)
+{
+	struct torch_segment *s = calloc(1, sizeof(*s));
+
+	if (s)
+		s->seq = t->next_seq++;
+	return s;
 }
 
 void mt_torch_segment_link(struct torch_alloc *t, struct torch_segment *s)
@@ -336,7 +362,7 @@ static int alloc_segment(struct torch_alloc *t, struct torch_pool *pool, uint64_
 		return 0;
 	if (rc < 0)
 		return rc;
-	s = calloc(1, sizeof(*s));
+	s = mt_torch_segment_new(t);
 	b = s ? mt_torch_block_new(s, pool, stream, addr, alloc_size) : NULL;
 	if (!b) {
 		free(s);

@@ -101,7 +101,7 @@ static int new_segment(struct torch_alloc *t, struct torch_pool *pool, uint64_t 
 
 	if (rc < 0)
 		return rc;
-	s = calloc(1, sizeof(*s));
+	s = mt_torch_segment_new(t);
 	b = s ? mt_torch_block_new(s, pool, stream, va, bytes) : NULL;
 	if (!b) {
 		free(s);

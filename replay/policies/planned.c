@@ -21,11 +21,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "addrmap-private.h"
 #include "policy-private.h"
 
 extern const struct mt_policy_ops mt_policy_planned;
+
+#define LEAF 32 /* requests per tree leaf */
 
 struct planned {
 	struct mt_policy base;
@@ -67,14 +70,16 @@ struct planner {
 	const struct mt_plan_request *reqs;
 	const uint64_t *size;
 	uint64_t *offset;
-	size_t *by_start;  /* request indices sorted by start */
-	size_t *pos;       /* request -> position in by_start */
-	uint64_t *max_end; /* segment tree over by_start: max end of placed ones */
-	size_t leaves;     /* power of two >= n */
-	struct {
+	size_t *by_start;     /* request indices sorted by start */
+	size_t *pos;          /* request -> position in by_start */
+	uint64_t *max_end;    /* segment tree over by_start: max end of placed ones */
+	uint64_t *placed_end; /* by start position: end once placed, else 0 */
+	size_t leaves;        /* tree leaves: a power of two, leaves * LEAF >= n */
+	struct hit {
 		uint64_t offset, end;
-	} * hits; /* overlapping placed (offset, offset+size) */
-	size_t nhits, hits_cap;
+	} * hits, *tmp; /* overlapping placed (offset, offset + size); tmp: radix buffer */
+	size_t nhits;
+	size_t (*count)[257]; /* the hit sort's histograms, one per byte of an offset */
 };
 
 /* Sort keys: (key1, key2, index) compared in that order. */
@@ -93,42 +98,84 @@ static int by_keys(const void *a, const void *b)
 	return (x->index > y->index) - (x->index < y->index);
 }
 
-static int by_offset(const void *a, const void *b)
+/* Sorts hits by offset: LSD radix sort, 8 bits a pass from the lowest bit
+ * that varies, all passes' histograms counted in one sweep, passes whose
+ * digit is the same for every hit skipped (a comparison sort costs several
+ * times more). */
+static void sort_hits(struct planner *pl)
 {
-	const uint64_t *x = a, *y = b;
-	return (x[0] > y[0]) - (x[0] < y[0]);
+	struct hit *a = pl->hits, *b = pl->tmp;
+	size_t n = pl->nhits;
+	uint64_t all_or = 0, all_and = UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		all_or |= a[i].offset;
+		all_and &= a[i].offset;
+	}
+	uint64_t vary = all_or ^ all_and;
+	if (!vary)
+		return;
+	unsigned low = (unsigned)__builtin_ctzll(vary);
+	unsigned digits = (64 - (unsigned)__builtin_clzll(vary) - low + 7) / 8;
+	size_t(*count)[257] = pl->count;
+	memset(count, 0, digits * sizeof(*count));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = a[i].offset >> low;
+		for (unsigned d = 0; d < digits; d++, k >>= 8)
+			count[d][(k & 0xff) + 1]++;
+	}
+	for (unsigned d = 0; d < digits; d++) {
+		unsigned shift = low + 8 * d;
+		for (int x = 0; x < 256; x++)
+			count[d][x + 1] += count[d][x];
+		for (size_t i = 0; i < n; i++)
+			b[count[d][(a[i].offset >> shift) & 0xff]++] = a[i];
+		struct hit *t = a;
+		a = b;
+		b = t;
+	}
+	pl->hits = a;
+	pl->tmp = b;
 }
 
-/* Collects placed requests in by_start[lo, hi) ∩ [0, limit) whose end > s. */
-static int collect(struct planner *pl, size_t node, size_t lo, size_t hi, size_t limit, uint64_t s)
+/* Collects placed requests in by_start[0, limit) whose end > s: a walk
+ * of the max-end tree that enters only subtrees holding such a request;
+ * a tree leaf stands for LEAF consecutive requests, scanned in a row. */
+static void collect(struct planner *pl, size_t limit, uint64_t s)
 {
-	if (lo >= limit || pl->max_end[node] <= s)
-		return 0;
-	if (hi - lo == 1) {
-		size_t j = pl->by_start[lo];
-		if (pl->nhits == pl->hits_cap) {
-			size_t cap = pl->hits_cap ? pl->hits_cap * 2 : 256;
-			void *h = realloc(pl->hits, cap * sizeof(*pl->hits));
-			if (!h)
-				return -ENOMEM;
-			pl->hits = h;
-			pl->hits_cap = cap;
+	size_t stack[128], node_lo[128], depth = 0;
+	stack[depth] = 1;
+	node_lo[depth++] = 0;
+	while (depth) {
+		size_t node = stack[--depth], lo = node_lo[depth];
+		if (lo >= limit || pl->max_end[node] <= s)
+			continue;
+		if (node >= pl->leaves) {
+			size_t end = lo + LEAF < limit ? lo + LEAF : limit;
+			for (size_t i = lo; i < end; i++) {
+				size_t j = pl->by_start[i];
+				if (pl->placed_end[i] > s) {
+					pl->hits[pl->nhits].offset = pl->offset[j];
+					pl->hits[pl->nhits++].end = pl->offset[j] + pl->size[j];
+				}
+			}
+			continue;
 		}
-		pl->hits[pl->nhits].offset = pl->offset[j];
-		pl->hits[pl->nhits++].end = pl->offset[j] + pl->size[j];
-		return 0;
+		/* a node at depth d covers (leaves >> d) * LEAF requests */
+		size_t w = (pl->leaves >> (63 - __builtin_clzll(node))) * LEAF;
+		stack[depth] = 2 * node + 1;
+		node_lo[depth++] = lo + w / 2;
+		stack[depth] = 2 * node;
+		node_lo[depth++] = lo;
 	}
-	size_t mid = lo + (hi - lo) / 2;
-	int rc = collect(pl, 2 * node, lo, mid, limit, s);
-	return rc ? rc : collect(pl, 2 * node + 1, mid, hi, limit, s);
 }
 
 /* Lowest offset for request q given the placed ones overlapping it in time. */
-static int place(struct planner *pl, size_t q, uint64_t *offset)
+static void place(struct planner *pl, size_t q, uint64_t *offset)
 {
 	const struct mt_plan_request *r = &pl->reqs[q];
 	/* placed j overlap q iff start_j < end_q && end_j > start_q */
-	size_t n_lo = 0, n_hi = pl->leaves; /* binary search: first by_start with start >= end_q */
+	size_t n_lo = 0,
+	       n_hi = pl->leaves * LEAF; /* binary search: first by_start with start >= end_q */
 	while (n_lo < n_hi) {
 		size_t mid = n_lo + (n_hi - n_lo) / 2;
 		if (pl->by_start[mid] != SIZE_MAX && pl->reqs[pl->by_start[mid]].start < r->end)
@@ -137,10 +184,8 @@ static int place(struct planner *pl, size_t q, uint64_t *offset)
 			n_hi = mid;
 	}
 	pl->nhits = 0;
-	int rc = collect(pl, 1, 0, pl->leaves, n_lo, r->start);
-	if (rc < 0)
-		return rc;
-	qsort(pl->hits, pl->nhits, sizeof(*pl->hits), by_offset);
+	collect(pl, n_lo, r->start);
+	sort_hits(pl);
 	uint64_t at = 0;
 	for (size_t i = 0; i < pl->nhits; i++) {
 		if (pl->hits[i].offset >= at + pl->size[q])
@@ -149,13 +194,13 @@ static int place(struct planner *pl, size_t q, uint64_t *offset)
 			at = pl->hits[i].end;
 	}
 	*offset = at;
-	return 0;
 }
 
 static void mark_placed(struct planner *pl, size_t q)
 {
-	size_t node = pl->leaves + pl->pos[q];
+	size_t node = pl->leaves + pl->pos[q] / LEAF;
 	uint64_t e = pl->reqs[q].end;
+	pl->placed_end[pl->pos[q]] = e;
 	for (; node >= 1 && pl->max_end[node] < e; node /= 2)
 		pl->max_end[node] = e;
 }
@@ -174,13 +219,18 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	p->offset = calloc(n ? n : 1, sizeof(uint64_t));
 	p->size = malloc((n ? n : 1) * sizeof(uint64_t));
 	p->bytes = malloc((n ? n : 1) * sizeof(uint64_t));
-	for (pl.leaves = 1; pl.leaves < n; pl.leaves *= 2)
+	for (pl.leaves = 1; pl.leaves * LEAF < n; pl.leaves *= 2)
 		;
 	order = malloc((n ? n : 1) * sizeof(*order));
-	pl.by_start = malloc(pl.leaves * sizeof(size_t));
+	pl.by_start = malloc(pl.leaves * LEAF * sizeof(size_t));
+	pl.placed_end = calloc(pl.leaves * LEAF, sizeof(uint64_t));
 	pl.pos = malloc((n ? n : 1) * sizeof(size_t));
 	pl.max_end = calloc(2 * pl.leaves, sizeof(uint64_t));
-	if (!p->offset || !p->size || !p->bytes || !order || !pl.by_start || !pl.pos || !pl.max_end)
+	pl.hits = malloc((n ? n : 1) * sizeof(*pl.hits));
+	pl.tmp = malloc((n ? n : 1) * sizeof(*pl.tmp));
+	pl.count = malloc(8 * sizeof(*pl.count));
+	if (!pl.hits || !pl.tmp || !pl.count || !pl.placed_end || !p->offset || !p->size ||
+	    !p->bytes || !order || !pl.by_start || !pl.pos || !pl.max_end)
 		goto out;
 	pl.size = p->size;
 	pl.offset = p->offset;
@@ -188,7 +238,7 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	for (size_t i = 0; i < n; i++)
 		order[i] = (struct sort_key){ reqs[i].start, 0, i };
 	qsort(order, n, sizeof(*order), by_keys);
-	for (size_t i = 0; i < pl.leaves; i++)
+	for (size_t i = 0; i < pl.leaves * LEAF; i++)
 		pl.by_start[i] = i < n ? order[i].index : SIZE_MAX;
 	for (size_t i = 0; i < n; i++) {
 		pl.pos[pl.by_start[i]] = i;
@@ -199,8 +249,7 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	qsort(order, n, sizeof(*order), by_keys);
 	for (size_t i = 0; i < n; i++) {
 		size_t q = order[i].index;
-		if ((rc = place(&pl, q, &p->offset[q])) < 0)
-			goto out;
+		place(&pl, q, &p->offset[q]);
 		mark_placed(&pl, q);
 		if (p->offset[q] + p->size[q] > p->arena_bytes)
 			p->arena_bytes = p->offset[q] + p->size[q];
@@ -211,7 +260,10 @@ out:
 	free(pl.by_start);
 	free(pl.pos);
 	free(pl.max_end);
+	free(pl.placed_end);
 	free(pl.hits);
+	free(pl.tmp);
+	free(pl.count);
 	return rc;
 }
 

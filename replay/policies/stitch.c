@@ -55,19 +55,25 @@ extern const struct mt_policy_ops mt_policy_stitch;
 /* A VA reservation; blocks split from one block share it. */
 struct vres {
 	uint64_t va, bytes;
+	uint64_t seq;  /* creation number */
 	unsigned refs; /* blocks inside it */
 };
 
 struct vblock {
-	struct mt_rb_node node;             /* in the free tree while free */
+	struct mt_rb_node node; /* in the free tree while free */
+	uint64_t stream;
+	uint64_t npages;                    /* pages mapped at va, va + page, ... */
+	uint64_t seq;                       /* its reservation's creation number */
+	uint64_t va;                        /* its first page */
 	struct vblock *prev_all, *next_all; /* every block */
 	struct vres *res;                   /* the reservation it lies in */
-	uint64_t va;                        /* its first page */
-	uint64_t npages;                    /* pages mapped at va, va + page, ... */
 	uint64_t *pages;                    /* their handles */
-	uint64_t stream;
 	uint64_t requested;
 	bool allocated;
+};
+
+struct stream_pages {
+	uint64_t stream, pages;
 };
 
 struct stitch {
@@ -75,11 +81,12 @@ struct stitch {
 	struct mt_backend *b;
 	struct mt_policy *small; /* `caching`, for requests <= 1 MiB */
 	uint64_t page;
-	struct mt_rb_tree free_tree;  /* (stream, npages, va) */
+	struct mt_rb_tree free_tree;  /* (stream, npages, seq, va) */
 	struct mt_addrmap live;       /* va -> struct vblock * */
-	struct mt_addrmap free_pages; /* stream + 1 -> free pages of the stream */
+	struct stream_pages *streams; /* free pages per stream (streams are few) */
+	size_t nstreams;
 	struct vblock *all;
-	uint64_t nblocks, pages_held;
+	uint64_t nblocks, pages_held, next_seq;
 	uint64_t allocated, requested, cache_flushes;
 };
 
@@ -105,6 +112,8 @@ static int cmp_free(const struct mt_rb_node *a, const struct mt_rb_node *b)
 
 	if (!c)
 		c = cmp_u64(x->npages, y->npages);
+	if (!c) /* the address, as (reservation creation number, address) */
+		c = cmp_u64(x->seq, y->seq);
 	return c ? c : cmp_u64(x->va, y->va);
 }
 
@@ -116,34 +125,35 @@ static int key_free(const void *key, const struct mt_rb_node *n)
 
 /* ---- blocks ---- */
 
-/* The free tree, with the free pages of each stream kept alongside. */
+/* The free pages of a stream: a slot found by a linear search over the
+ * few streams, added when first needed (NULL: out of host memory). */
+static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
+{
+	struct stream_pages *v;
+
+	for (size_t i = 0; i < p->nstreams; i++)
+		if (p->streams[i].stream == stream)
+			return &p->streams[i];
+	v = realloc(p->streams, (p->nstreams + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	p->streams = v;
+	v[p->nstreams] = (struct stream_pages){ stream, 0 };
+	return &v[p->nstreams++];
+}
+
+/* The free tree, with the free pages of each stream kept alongside (the
+ * stream's slot exists: alloc_large made it before any block of the stream). */
 static void free_insert(struct stitch *p, struct vblock *v)
 {
-	uint64_t n = 0;
-
 	mt_rb_insert(&p->free_tree, &v->node, cmp_free);
-	mt_addrmap_get(&p->free_pages, v->stream + 1, &n);
-	mt_addrmap_put(&p->free_pages, v->stream + 1, n + v->npages);
+	stream_slot(p, v->stream)->pages += v->npages;
 }
 
 static void free_erase(struct stitch *p, struct vblock *v)
 {
-	uint64_t n = 0;
-
 	mt_rb_erase(&p->free_tree, &v->node);
-	mt_addrmap_get(&p->free_pages, v->stream + 1, &n);
-	if (n > v->npages)
-		mt_addrmap_put(&p->free_pages, v->stream + 1, n - v->npages);
-	else
-		mt_addrmap_remove(&p->free_pages, v->stream + 1, NULL);
-}
-
-static uint64_t stream_free_pages(const struct stitch *p, uint64_t stream)
-{
-	uint64_t n = 0;
-
-	mt_addrmap_get(&p->free_pages, stream + 1, &n);
-	return n;
+	stream_slot(p, v->stream)->pages -= v->npages;
 }
 
 /* Unmaps pages [from, npages) of v; they stay held (the caller moves or
@@ -184,6 +194,7 @@ static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t 
 	}
 	memcpy(v->pages, handles, npages * sizeof(*v->pages));
 	v->res = r;
+	v->seq = r->seq;
 	r->refs++;
 	v->va = va;
 	v->npages = npages;
@@ -209,6 +220,7 @@ static int block_new(struct stitch *p, uint64_t stream, const uint64_t *handles,
 	if (!r)
 		return -ENOMEM;
 	r->bytes = npages * p->page;
+	r->seq = p->next_seq++;
 	rc = mt_backend_va_reserve(p->b, r->bytes, &r->va);
 	if (rc < 0) {
 		free(r);
@@ -303,7 +315,9 @@ static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t
 /* The stream's largest free block (the last of its run in the tree). */
 static struct vblock *largest_free(struct stitch *p, uint64_t stream)
 {
-	struct vblock key = { .stream = stream, .npages = UINT64_MAX, .va = UINT64_MAX };
+	struct vblock key = {
+		.stream = stream, .npages = UINT64_MAX, .seq = UINT64_MAX, .va = UINT64_MAX
+	};
 	struct vblock *v = vb(mt_rb_floor(&p->free_tree, &key, key_free));
 
 	return v && v->stream == stream ? v : NULL;
@@ -380,9 +394,12 @@ static int alloc_large(struct stitch *p, uint64_t need, uint64_t stream, struct 
 {
 	struct vblock key = { .stream = stream, .npages = need };
 	struct vblock *v = vb(mt_rb_lower_bound(&p->free_tree, &key, key_free));
+	struct stream_pages *sp = stream_slot(p, stream);
 	uint64_t free_pages;
 	int rc;
 
+	if (!sp)
+		return -ENOMEM;
 	if (v && v->stream == stream) { /* 1. best fit */
 		free_erase(p, v);
 		if (v->npages > need && (rc = split(p, v, need)) < 0)
@@ -390,7 +407,7 @@ static int alloc_large(struct stitch *p, uint64_t need, uint64_t stream, struct 
 		*out = v;
 		return 0;
 	}
-	free_pages = stream_free_pages(p, stream);
+	free_pages = sp->pages;
 	if (free_pages >= need) /* 2. stitch */
 		return stitch_blocks(p, stream, need, 0, out);
 	return stitch_blocks(p, stream, need, need - free_pages, out); /* 3. grow */
@@ -489,7 +506,7 @@ static void stitch_destroy(struct mt_policy *pol)
 			break;
 	mt_policy_destroy(p->small);
 	mt_addrmap_release(&p->live);
-	mt_addrmap_release(&p->free_pages);
+	free(p->streams);
 	free(p);
 }
 

@@ -83,3 +83,63 @@ static inline int synth_stream(uint64_t seed, size_t n_allocs, size_t live_targe
 }
 
 #endif
+
+/* A training loop: `weights` tensors allocated first and never freed, then
+ * iterations of a forward pass allocating `layers` activations (freed in
+ * reverse order by the backward pass) each with a short-lived temporary,
+ * about n_allocs allocations in all. Sizes log-uniform up to max_bytes. */
+static inline int synth_train(uint64_t seed, size_t n_allocs, size_t weights, size_t layers,
+                              uint64_t max_bytes, struct mt_event **out, size_t *n_out)
+{
+	struct mt_event *ev = malloc((2 * n_allocs + 2 * weights + 4 * layers) * sizeof(*ev));
+	uint64_t *act = malloc(layers * sizeof(*act)), *act_bytes = malloc(layers * sizeof(*act));
+	uint64_t st = seed, ts = 1000, addr = 0x10000;
+	double lmax = log((double)max_bytes);
+	size_t n = 0, allocs = 0;
+	if (!ev || !act || !act_bytes) {
+		free(ev);
+		free(act);
+		free(act_bytes);
+		return -1;
+	}
+#define SYNTH_PUT(k, a, b)                                                                         \
+	do {                                                                                       \
+		struct mt_event *e_ = &ev[n++];                                                    \
+		memset(e_, 0, sizeof(*e_));                                                        \
+		e_->kind = (k);                                                                    \
+		e_->ts = ts++;                                                                     \
+		e_->process = 1;                                                                   \
+		e_->device = 1;                                                                    \
+		e_->alloc.address = (a);                                                           \
+		e_->alloc.bytes = (b);                                                             \
+		e_->alloc.layer = MT_LAYER_REQUEST;                                                \
+	} while (0)
+#define SYNTH_SIZE()                                                                               \
+	((uint64_t)exp((double)(synth_rand(&st) >> 11) / 9007199254740992.0 * lmax) + 1)
+	for (size_t i = 0; i < weights; i++, allocs++) {
+		uint64_t b = SYNTH_SIZE();
+		SYNTH_PUT(MT_EVENT_ALLOC, addr, b);
+		addr += b + 4096;
+	}
+	while (allocs + 2 * layers <= n_allocs) {
+		for (size_t l = 0; l < layers; l++, allocs += 2) {
+			act[l] = addr;
+			act_bytes[l] = SYNTH_SIZE();
+			SYNTH_PUT(MT_EVENT_ALLOC, addr, act_bytes[l]);
+			addr += act_bytes[l] + 4096;
+			uint64_t tb = SYNTH_SIZE();
+			SYNTH_PUT(MT_EVENT_ALLOC, addr, tb);
+			SYNTH_PUT(MT_EVENT_FREE, addr, tb);
+			addr += tb + 4096;
+		}
+		for (size_t l = layers; l-- > 0;)
+			SYNTH_PUT(MT_EVENT_FREE, act[l], act_bytes[l]);
+	}
+#undef SYNTH_PUT
+#undef SYNTH_SIZE
+	free(act);
+	free(act_bytes);
+	*out = ev;
+	*n_out = n;
+	return 0;
+}

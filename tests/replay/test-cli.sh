@@ -65,4 +65,14 @@ check "two replays saved with series" sh -c \
 	 grep -q '^planned sim [1-9]' '$dir/out' && test \$(wc -l <'$dir/out') -eq 2"
 "$M" replay "$dir/t.db" --backend sim --policy native >/dev/null
 check "events untouched, replays added" test "$("$W" --replays "$dir/t.db" | wc -l)" -eq 3
+# SIGINT stops the replay cleanly: one line, exit 130, nothing saved
+"$W" --synth 300000 "$dir/big.db" || exit 1
+"$M" replay "$dir/big.db" --backend sim --policy all >/dev/null 2>"$dir/err" &
+pid=$!
+sleep 0.3
+kill -INT $pid
+wait $pid
+check "SIGINT exit 130" test $? -eq 130
+check "SIGINT: one line" sh -c "test \$(wc -l <'$dir/err') -eq 1 && grep -q interrupted '$dir/err'"
+check "SIGINT: nothing saved" test "$("$W" --replays "$dir/big.db" | wc -l)" -eq 0
 exit $fail

@@ -2,14 +2,18 @@
  * use: on device 1, A 4 MiB at 10 ns, B 2 MiB at 20, A freed at 30,
  * C 4 MiB at 40, B freed at 50, C freed at 60 (lower bound 6 MiB); plus
  * driver-layer segments that replay must ignore (the request layer wins).
- * usage: write-trace PATH, or write-trace --replays PATH to list the saved
- * replays (policy backend series_len peak_reserved-in-json) one a line. */
+ * usage: write-trace PATH; write-trace --synth N PATH writes instead a
+ * random stream of N allocations (synth-stream.h); write-trace --replays
+ * PATH lists the saved replays (policy backend series_len peak_reserved
+ * from the JSON) one a line. */
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memtrace-format.h"
+#include "synth-stream.h"
 
 #define MiB (1ull << 20)
 
@@ -50,8 +54,17 @@ static int list_replays(const char *path)
 
 int main(int argc, char **argv)
 {
+	struct mt_event *synth = NULL;
+	size_t nsynth = 0;
 	if (argc == 3 && !strcmp(argv[1], "--replays"))
 		return list_replays(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "--synth")) {
+		if (synth_stream(3, strtoull(argv[2], NULL, 10), 500, 64 * MiB, &synth, &nsynth) <
+		    0)
+			return 1;
+		argv[1] = argv[3];
+		argc = 2;
+	}
 	if (argc != 2)
 		return 2;
 	struct mt_writer *w = mt_writer_new();
@@ -81,9 +94,15 @@ int main(int argc, char **argv)
 		{ MT_EVENT_FREE, 50, 0x7400000, 0, MT_LAYER_REQUEST },
 		{ MT_EVENT_FREE, 60, 0x7000000, 0, MT_LAYER_REQUEST },
 	};
-	for (size_t i = 0; !rc && i < sizeof(ev) / sizeof(ev[0]); i++)
+	for (size_t i = 0; !rc && !synth && i < sizeof(ev) / sizeof(ev[0]); i++)
 		rc = put(w, pid, did, ev[i].kind, ev[i].ts, ev[i].address, ev[i].bytes,
 		         ev[i].layer);
+	for (size_t i = 0; !rc && i < nsynth; i++) {
+		synth[i].process = pid;
+		synth[i].device = did;
+		rc = mt_writer_append(w, &synth[i]);
+	}
+	free(synth);
 	if (!rc)
 		rc = mt_writer_flush(w);
 	if (rc)
