@@ -3,13 +3,14 @@
 /* chunk-codec.c — the column-wise chunk codec (MT_CODEC_COLUMNS_ZSTD).
  *
  * A chunk's events, sorted by (ts, seq), are written column by column into
- * one raw buffer (timestamps as delta varints, sequence numbers and sizes as
- * (zigzag-delta) varints, addresses predicted from the last address of the
- * same size, streams and small enums run-length coded) behind a directory
- * of column lengths, and compressed as one zstd frame with a content
- * checksum. FORMAT.md ("Chunk blob") describes the bytes. Each kind's
- * columns are listed once (the *_COLUMNS macros) and expand into both the
- * encoder and the decoder, so the two cannot disagree.
+ * streams of one raw buffer (timestamp deltas split into first bytes and
+ * the rest, sequence numbers as zigzag deltas, each allocation's size with
+ * its address predicted from the last address of the same size, streams
+ * and small enums run-length coded) behind a directory of stream lengths,
+ * and compressed as one zstd frame with a content checksum, a zstd block
+ * ending after each large stream. FORMAT.md ("Codec 1") describes the
+ * bytes. Each kind's columns are listed once (the *_COLUMNS macros) and
+ * expand into both the encoder and the decoder, so the two cannot disagree.
  *
  * Speed: both sides walk the events in blocks of BLOCK events, all columns
  * per block, so the events being worked on stay in cache (a column at a
@@ -30,8 +31,8 @@
 
 /* First byte of every blob: the layout of the header and columns. */
 #define BLOB_LAYOUT 1
-/* zstd level: level 1 keeps encoding well above 20 M events/s; higher levels
- * gain little on these columns (FORMAT.md). */
+/* zstd level: on these columns level 3 saves about 3% of the bytes and costs
+ * a third of the encoding speed. */
 #define ZSTD_LEVEL 1
 
 /* ---- varints -------------------------------------------------------------- */
@@ -134,12 +135,109 @@ static inline void size_update(struct size_predictor *sp, size_t slot, uint64_t 
 	sp->last = v;
 }
 
+/* ---- kernel launch configurations ------------------------------------------- */
+
+/* A kernel's name, grid[3], block[3] and shared_bytes: a training loop
+ * launches the same few hundred configurations over and over. */
+struct launch {
+	uint32_t v[8];
+};
+
+/* The distinct launches of a chunk, in order of first use; the encoder
+ * finds them through an open-addressing table of index + 1 (0 = empty). */
+struct launch_table {
+	struct launch *entries;
+	size_t n, cap;
+	uint32_t *slots;
+	size_t slot_cap;
+};
+
+static inline void launch_of(const struct mt_event *ev, struct launch *l)
+{
+	const struct mt_kernel_event *k = &ev->kernel;
+	*l = (struct launch){ { k->name, k->grid[0], k->grid[1], k->grid[2], k->block[0],
+		                k->block[1], k->block[2], k->shared_bytes } };
+}
+
+static inline void launch_set(struct mt_event *ev, const struct launch *l)
+{
+	struct mt_kernel_event *k = &ev->kernel;
+	k->name = l->v[0];
+	memcpy(k->grid, &l->v[1], sizeof(k->grid));
+	memcpy(k->block, &l->v[4], sizeof(k->block));
+	k->shared_bytes = l->v[7];
+}
+
+static inline size_t launch_hash(const struct launch *l)
+{
+	uint64_t h = 0;
+	for (int i = 0; i < 8; i++)
+		h = (h ^ l->v[i]) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 32);
+}
+
+static int launch_push(struct launch_table *t, const struct launch *l)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct launch *e = realloc(t->entries, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		t->entries = e;
+		t->cap = cap;
+	}
+	t->entries[t->n++] = *l;
+	return 0;
+}
+
+/* Empties the table; an encoder of n events also gets an empty hash table
+ * of at least 2n slots. */
+static int launch_reset(struct launch_table *t, size_t n, int encoder)
+{
+	t->n = 0;
+	if (!encoder)
+		return 0;
+	size_t cap = 64;
+	while (cap < 2 * n)
+		cap *= 2;
+	if (cap > t->slot_cap) {
+		uint32_t *s = realloc(t->slots, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		t->slots = s;
+		t->slot_cap = cap;
+	}
+	memset(t->slots, 0, t->slot_cap * sizeof(*t->slots));
+	return 0;
+}
+
+/* Index of l in the table, adding it (and setting *added) if new; -1 when
+ * out of memory. */
+static inline long launch_find(struct launch_table *t, const struct launch *l, int *added)
+{
+	size_t mask = t->slot_cap - 1;
+	size_t h = launch_hash(l) & mask;
+	while (t->slots[h]) {
+		if (memcmp(&t->entries[t->slots[h] - 1], l, sizeof(*l)) == 0) {
+			*added = 0;
+			return (long)t->slots[h] - 1;
+		}
+		h = (h + 1) & mask;
+	}
+	if (launch_push(t, l) < 0)
+		return -1;
+	t->slots[h] = (uint32_t)t->n;
+	*added = 1;
+	return (long)t->n - 1;
+}
+
 /* Per-thread state, kept for the thread's life: zstd contexts (costly to
- * set up), the address predictor's table and the raw column buffers. */
+ * set up), the predictor and launch tables and the raw column buffers. */
 struct codec_ctx {
 	ZSTD_CCtx *cctx;
 	ZSTD_DCtx *dctx;
 	struct size_predictor sizes;
+	struct launch_table launches;
 	uint8_t *enc_buf, *dec_buf;
 	size_t enc_cap, dec_cap;
 };
@@ -162,7 +260,11 @@ struct codec_ctx {
  *           allocators hand the same addresses out again for the same
  *           sizes, and a repeated (size, address) pair is one zstd match
  *   RLE     runs: varint value, varint run length (>= 1), covering n events
- * Most types are one stream; DELTA is two. The raw buffer holds a
+ *   LAUNCH  kernel name, grid, block and shared_bytes together: stream A
+ *           holds each event's index in the chunk's table of distinct
+ *           launches; an index equal to the table's size adds the next
+ *           entry, whose 8 values (varints) come from stream B
+ * Most types are one stream; DELTA and LAUNCH are two. The raw buffer holds a
  * directory (each stream's length as a varint, in column order) and then
  * the streams back to back.
  * Each column entry is C(TYPE, field, largest allowed value).
@@ -195,14 +297,7 @@ struct codec_ctx {
 	C(END, ev->kernel.end, UINT64_MAX)                                                         \
 	C(RLE, ev->kernel.stream, UINT64_MAX)                                                      \
 	C(ZDELTA, ev->kernel.correlation, UINT64_MAX)                                              \
-	C(PLAIN, ev->kernel.name, UINT32_MAX)                                                      \
-	C(PLAIN, ev->kernel.grid[0], UINT32_MAX)                                                   \
-	C(PLAIN, ev->kernel.grid[1], UINT32_MAX)                                                   \
-	C(PLAIN, ev->kernel.grid[2], UINT32_MAX)                                                   \
-	C(PLAIN, ev->kernel.block[0], UINT32_MAX)                                                  \
-	C(PLAIN, ev->kernel.block[1], UINT32_MAX)                                                  \
-	C(PLAIN, ev->kernel.block[2], UINT32_MAX)                                                  \
-	C(PLAIN, ev->kernel.shared_bytes, UINT32_MAX)
+	C(LAUNCH, ev->kernel, UINT32_MAX)
 
 #define COPY_COLUMNS(C)                                                                            \
 	C(END, ev->copy.end, UINT64_MAX)                                                           \
@@ -265,6 +360,7 @@ struct codec_ctx {
 #define SLOTS_PLAIN 1
 #define SLOTS_SIZE_ADDRESS 1
 #define SLOTS_RLE 1
+#define SLOTS_LAUNCH 2
 #define ONE(type, field, max) +SLOTS_##type
 #define COUNT_COLUMNS(COLUMNS) count = COMMON_COLUMNS(ONE) COLUMNS(ONE)
 
@@ -282,6 +378,7 @@ static size_t column_count(unsigned kind)
 #define WIDTH_PLAIN 10
 #define WIDTH_SIZE_ADDRESS 20
 #define WIDTH_RLE 20
+#define WIDTH_LAUNCH 40 /* per stream: an index, or 8 values of a new launch */
 #define WIDTH_OF(type, field, max) +SLOTS_##type *WIDTH_##type
 #define SUM_WIDTH(COLUMNS) width = COMMON_COLUMNS(WIDTH_OF) COLUMNS(WIDTH_OF)
 
@@ -304,6 +401,8 @@ static void free_ctx(void *p)
 	ZSTD_freeDCtx(c->dctx);
 	free(c->enc_buf);
 	free(c->dec_buf);
+	free(c->launches.entries);
+	free(c->launches.slots);
 	free(c);
 }
 
@@ -407,6 +506,23 @@ struct enc_col {
 		}                                                                                  \
 		cs->p = p_;                                                                        \
 	} while (0)
+#define ENC_LAUNCH(cs, field)                                                                      \
+	do {                                                                                       \
+		uint8_t *a_ = cs[0].p, *b_ = cs[1].p;                                              \
+		for (size_t i_ = base; i_ < lim; i_++) {                                           \
+			struct launch l_;                                                          \
+			int added_;                                                                \
+			launch_of(&e[i_], &l_);                                                    \
+			long idx_ = launch_find(launches, &l_, &added_);                           \
+			if (idx_ < 0)                                                              \
+				return NULL;                                                       \
+			a_ = put_varint(a_, (uint64_t)idx_);                                       \
+			for (int k_ = 0; added_ && k_ < 8; k_++)                                   \
+				b_ = put_varint(b_, l_.v[k_]);                                     \
+		}                                                                                  \
+		cs[0].p = a_;                                                                      \
+		cs[1].p = b_;                                                                      \
+	} while (0)
 #define ENC_RLE(cs, field)                                                                         \
 	do {                                                                                       \
 		for (size_t i_ = base; i_ < lim; i_++) {                                           \
@@ -465,6 +581,9 @@ static uint8_t *encode_columns(unsigned kind, const struct mt_event *e, size_t n
 	struct size_predictor *sizes = &ctx->sizes;
 	memset(sizes->used, 0, sizeof(sizes->used));
 	sizes->last = 0;
+	struct launch_table *launches = &ctx->launches;
+	if (launch_reset(launches, kind == MT_EVENT_KERNEL ? n : 0, 1) < 0)
+		return NULL;
 	uint8_t *region = out + head;
 	size_t c_ = 0;
 	FOR_KIND(kind, ENC_REGIONS, return NULL);
@@ -652,6 +771,7 @@ struct dec_col {
 			return "column cut short";                                                 \
 		for (size_t i_ = base; i_ < lim; i_++) {                                           \
 			struct mt_event *ev = &e[i_];                                              \
+			*ev = *proto; /* ts is the first column: it starts each event */           \
 			uint64_t d_ = *a_++;                                                       \
 			if (d_ >= 0x80) {                                                          \
 				uint64_t rest_;                                                    \
@@ -701,6 +821,33 @@ struct dec_col {
 		}                                                                                  \
 		cs->p = p_;                                                                        \
 	} while (0)
+#define DEC_LAUNCH(cs, field, max)                                                                 \
+	do {                                                                                       \
+		const uint8_t *a_ = cs[0].p, *b_ = cs[1].p;                                        \
+		for (size_t i_ = base; i_ < lim; i_++) {                                           \
+			uint64_t x_;                                                               \
+			if (!get_varint(&a_, cs[0].end, &x_))                                      \
+				return "column cut short";                                         \
+			if (x_ == launches->n) {                                                   \
+				struct launch l_;                                                  \
+				for (int k_ = 0; k_ < 8; k_++) {                                   \
+					uint64_t v_;                                               \
+					if (!get_varint(&b_, cs[1].end, &v_))                      \
+						return "column cut short";                         \
+					if (v_ > (uint64_t)(max))                                  \
+						return "value out of range";                       \
+					l_.v[k_] = (uint32_t)v_;                                   \
+				}                                                                  \
+				if (launch_push(launches, &l_) < 0)                                \
+					return out_of_memory;                                      \
+			} else if (x_ > launches->n) {                                             \
+				return "launch index out of range";                                \
+			}                                                                          \
+			launch_set(&e[i_], &launches->entries[x_]);                                \
+		}                                                                                  \
+		cs[0].p = a_;                                                                      \
+		cs[1].p = b_;                                                                      \
+	} while (0)
 #define DEC_RLE(cs, field, max)                                                                    \
 	do {                                                                                       \
 		size_t i_ = base;                                                                  \
@@ -736,6 +883,9 @@ struct dec_col {
 		COLUMNS(DEC_COLUMN)                                                                \
 	} while (0)
 
+/* What decode_columns says when memory runs out (not a corrupt blob). */
+static const char out_of_memory[] = "out of memory";
+
 /* Fills the n events at e (set to proto first) from the directory and
  * columns in [p, end); NULL on success, else what was wrong. */
 static const char *decode_columns(unsigned kind, const uint8_t *p, const uint8_t *end,
@@ -760,10 +910,10 @@ static const char *decode_columns(unsigned kind, const uint8_t *p, const uint8_t
 	struct size_predictor *sizes = &ctx->sizes;
 	memset(sizes->used, 0, sizeof(sizes->used));
 	sizes->last = 0;
+	struct launch_table *launches = &ctx->launches;
+	launch_reset(launches, 0, 0);
 	for (size_t base = 0; base < n; base += BLOCK) {
 		size_t lim = base + BLOCK < n ? base + BLOCK : n;
-		for (size_t i = base; i < lim; i++)
-			e[i] = *proto;
 		size_t c_ = 0;
 		FOR_KIND(kind, DEC_ALL, return "unknown kind");
 	}
@@ -879,7 +1029,7 @@ int mt_chunk_decode_why(unsigned kind, const void *blob, size_t blob_len, size_t
 	*why = decode_columns(kind, raw, raw + raw_len, &proto, e, expected, ctx);
 	if (*why) {
 		free(e);
-		return -EBADMSG;
+		return *why == out_of_memory ? -ENOMEM : -EBADMSG;
 	}
 	*events = e;
 	*n = expected;

@@ -97,7 +97,7 @@ void mt_iter_free(struct mt_iter *it)
 
 int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter **out)
 {
-	if (!r || !r->db || !out)
+	if (!out || mt_reader_ready(r) < 0)
 		return -EINVAL;
 	*out = NULL;
 	struct mt_iter *it = calloc(1, sizeof(*it));

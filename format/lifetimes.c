@@ -184,7 +184,7 @@ static int visit_lifetime(void *ctx, const struct mt_event *ev)
 int mt_reader_lifetimes(struct mt_reader *r, const struct mt_query *q, unsigned layer,
                         struct mt_lifetime **out, size_t *n)
 {
-	if (!r || !r->db || !out || !n)
+	if (!out || !n || mt_reader_ready(r) < 0)
 		return -EINVAL;
 	struct lifetimes_ctx c = { 0 };
 	int err = walk(r, q, layer, visit_lifetime, &c);
@@ -237,7 +237,7 @@ static int visit_peak(void *ctx, const struct mt_event *ev)
 int mt_reader_peak_live(struct mt_reader *r, const struct mt_query *q, unsigned layer,
                         uint64_t *peak_bytes, uint64_t *peak_ts)
 {
-	if (!r || !r->db || !peak_bytes || !peak_ts)
+	if (!peak_bytes || !peak_ts || mt_reader_ready(r) < 0)
 		return -EINVAL;
 	struct peak_ctx c = { .peak_ts = MT_TIME_UNKNOWN };
 	int err = walk(r, q, layer, visit_peak, &c);
@@ -253,7 +253,7 @@ int mt_reader_peak_live(struct mt_reader *r, const struct mt_query *q, unsigned 
 
 int mt_reader_request_layer(struct mt_reader *r, unsigned *layer)
 {
-	if (!r || !r->db || !layer)
+	if (!layer || mt_reader_ready(r) < 0)
 		return -EINVAL;
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(r->db,

@@ -40,4 +40,14 @@ struct mt_reader {
  * returns its errno (-EBADMSG for a corrupt database). */
 int mt_reader_sql_fail(struct mt_reader *r, int rc, const char *what);
 
+/* Starts a call on an open reader: -EINVAL if r is NULL or not open, else
+ * 0 with the message cleared (it is "" unless this call fails). */
+static inline int mt_reader_ready(struct mt_reader *r)
+{
+	if (!r || !r->db)
+		return -EINVAL;
+	r->message[0] = '\0';
+	return 0;
+}
+
 #endif

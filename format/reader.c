@@ -369,7 +369,7 @@ const char *mt_reader_string(struct mt_reader *r, uint32_t id)
 int mt_reader_kind_stats(struct mt_reader *r, const struct mt_query *q,
                          struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1])
 {
-	if (!r || !r->db || !stats)
+	if (!stats || mt_reader_ready(r) < 0)
 		return -EINVAL;
 	for (unsigned k = 0; k <= MT_EVENT_KIND_MAX; k++)
 		stats[k] = (struct mt_kind_stats){ .first_ts = MT_TIME_UNKNOWN };
@@ -465,7 +465,7 @@ static int load_replays(struct mt_reader *r)
 
 int mt_reader_replays(struct mt_reader *r, const struct mt_replay_record **out, size_t *n)
 {
-	if (!r || !r->db || !out || !n)
+	if (!out || !n || mt_reader_ready(r) < 0)
 		return -EINVAL;
 	if (!r->replays_loaded) {
 		int err = load_replays(r);

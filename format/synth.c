@@ -12,7 +12,10 @@
  *    temporaries, zero_grad(set_to_none) frees the gradients). One kernel
  *    per op with a duration from its FLOPs or bytes on an H100-class GPU,
  *    NVTX ranges step > forward/backward/optimizer, a device-memory sample
- *    per step, and the driver-layer segments of a caching allocator.
+ *    per step, and the driver-layer segments of a caching allocator. Like
+ *    a real loop, every step asks for the same sequence of sizes (an op's
+ *    temporaries are drawn once); what varies is timing: host call times
+ *    and kernel durations (+-3%).
  *  - random: sizes log-uniform in 512 B..256 MiB, random lifetimes around a
  *    few hundred live allocations.
  *  - small: overlapping swarms of small (< 1 MiB) allocations freed in
@@ -206,6 +209,7 @@ static void addr_model_fini(struct addr_model *am)
 struct synth {
 	struct mt_writer *w;
 	struct rng rng;
+	uint64_t seed;
 	struct addr_model am;
 	uint32_t process, device;
 	uint64_t t;              /* clock, ns */
@@ -543,18 +547,23 @@ static void launch(struct train *tr, unsigned kernel, double flops, double bytes
 }
 
 /* Workspace-like temporaries around an op: up to two, sizes from a small
- * menu of cuBLAS/reduction workspace sizes or anything from 512 B to 8 MiB. */
-static void temporaries(struct train *tr, struct block tmp[2])
+ * menu of cuBLAS/reduction workspace sizes or anything from 512 B to 8 MiB.
+ * A training step runs the same program every time, so what an op takes
+ * is drawn once per op (`site`) and repeats every step. */
+static void temporaries(struct train *tr, struct block tmp[2], uint64_t site)
 {
 	static const uint64_t menu[] = { 512, 4 * KiB, 32 * KiB, 1 * MiB, 4 * MiB, 32 * MiB };
 	struct synth *s = tr->s;
-	unsigned n = (unsigned)rng_below(&s->rng, 3);
+	struct rng op;
+	unsigned n;
 
+	rng_seed(&op, s->seed ^ (site * 0x9e3779b97f4a7c15ull));
+	n = (unsigned)rng_below(&op, 3);
 	tmp[0].addr = tmp[1].addr = 0;
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t bytes = rng_unit(&s->rng) < 0.6
-		                         ? menu[rng_below(&s->rng, sizeof(menu) / sizeof(menu[0]))]
-		                         : round_up(rng_log_uniform(&s->rng, 512, 8 * MiB), 512);
+		uint64_t bytes = rng_unit(&op) < 0.6
+		                         ? menu[rng_below(&op, sizeof(menu) / sizeof(menu[0]))]
+		                         : round_up(rng_log_uniform(&op, 512, 8 * MiB), 512);
 		alloc_block(s, &tmp[i], bytes, COMPUTE_STREAM, true);
 	}
 }
@@ -592,7 +601,7 @@ static void forward_layer(struct train *tr, size_t layer)
 			launch(tr, K_CAST, 0, (double)wb[op->weight] * 1.5);
 			flops = 2.0 * (double)tr->tokens * (double)wb[op->weight] / 4;
 		}
-		temporaries(tr, tmp);
+		temporaries(tr, tmp, (layer * OPS_PER_LAYER + i) * 2);
 		alloc_block(s, &ls->act[i], act_bytes(tr, op->out), COMPUTE_STREAM, true);
 		if (op->stats)
 			alloc_block(s, &ls->stats[i], round_up(tr->tokens * 4 * 2, 512),
@@ -627,7 +636,7 @@ static void backward_layer(struct train *tr, size_t layer, struct block *grad_ou
 		struct block grad_in, tmp[2];
 		double flops = 0;
 
-		temporaries(tr, tmp);
+		temporaries(tr, tmp, (layer * OPS_PER_LAYER + i) * 2 + 1);
 		alloc_block(s, &grad_in, in->bytes, COMPUTE_STREAM, true);
 		if (op->weight >= 0) {
 			size_t wi = layer_weight(layer, (unsigned)op->weight);
@@ -946,7 +955,7 @@ int mt_synth_write(struct mt_writer *w, unsigned pattern, uint64_t events, uint6
 {
 	static const char *const commands[] = { "synthetic training loop", "synthetic random",
 		                                "synthetic small" };
-	struct synth s = { .w = w, .target = events, .t = SYNTH_START_NS };
+	struct synth s = { .w = w, .seed = seed, .target = events, .t = SYNTH_START_NS };
 
 	if (!w || pattern > MT_SYNTH_SMALL)
 		return -EINVAL;

@@ -46,8 +46,8 @@ static unsigned mem_kind_of(const CUpti_ActivityMemory4 *m, int *keep)
 	switch (m->memoryKind) {
 	case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
 		return m->memoryPoolConfig.memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID
-			       ? MT_MEM_ASYNC_POOL
-			       : MT_MEM_DEVICE;
+		               ? MT_MEM_ASYNC_POOL
+		               : MT_MEM_DEVICE;
 	case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
 		return MT_MEM_MANAGED;
 	case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
@@ -87,8 +87,8 @@ static void memory_record(const CUpti_ActivityMemory4 *m)
 	if (api == MT_API_CU_MEM_CREATE)
 		return;
 	ev.kind = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
-			  ? MT_EVENT_FREE
-			  : MT_EVENT_ALLOC;
+	                  ? MT_EVENT_FREE
+	                  : MT_EVENT_ALLOC;
 	ev.ts = m->timestamp;
 	ev.device = m->deviceId;
 	ev.alloc.address = m->address;
@@ -123,10 +123,23 @@ static void pool_record(const CUpti_ActivityMemoryPool3 *p)
 	mt_sink_append_locked(&ev);
 }
 
+/* A forced flush (at exit, after a crash) hands over records of work that
+ * had not finished, with start and end 0: they have no place on the time
+ * axis, so they are counted (meta untimed_records) and skipped. */
+static bool untimed(uint64_t start, uint64_t end)
+{
+	if (start != 0 && end >= start)
+		return false;
+	mt_inject_state.untimed++;
+	return true;
+}
+
 static void kernel_record(const CUpti_ActivityKernel10 *k)
 {
 	struct mt_event ev = { 0 };
 
+	if (untimed(k->start, k->end))
+		return;
 	ev.kind = MT_EVENT_KERNEL;
 	ev.ts = k->start;
 	ev.device = k->deviceId;
@@ -163,10 +176,12 @@ static unsigned copy_kind_of(uint8_t k)
 }
 
 static void copy_record(unsigned kind, uint64_t start, uint64_t end, uint32_t device,
-			uint64_t bytes, uint32_t stream, unsigned copy_kind)
+                        uint64_t bytes, uint32_t stream, unsigned copy_kind)
 {
 	struct mt_event ev = { 0 };
 
+	if (untimed(start, end))
+		return;
 	ev.kind = (uint8_t)kind;
 	ev.ts = start;
 	ev.device = device;
@@ -242,9 +257,9 @@ static void marker_record(const CUpti_ActivityMarker2 *m)
 		if (!r)
 			return; /* too many open ranges: drop this one */
 		r->thread = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-						    m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS
-				    ? m->objectId.pt.threadId
-				    : 0;
+		                            m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS
+		                    ? m->objectId.pt.threadId
+		                    : 0;
 		r->depth = thread_depth(r->thread);
 		r->id = m->id;
 		r->name = mt_sink_intern_locked(m->name ? m->name : "");
@@ -285,13 +300,13 @@ static void record(const CUpti_Activity *a)
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
 		const CUpti_ActivityMemcpy6 *c = (const CUpti_ActivityMemcpy6 *)a;
 		copy_record(MT_EVENT_MEMCPY, c->start, c->end, c->deviceId, c->bytes, c->streamId,
-			    copy_kind_of(c->copyKind));
+		            copy_kind_of(c->copyKind));
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
 		const CUpti_ActivityMemset4 *s = (const CUpti_ActivityMemset4 *)a;
 		copy_record(MT_EVENT_MEMSET, s->start, s->end, s->deviceId, s->bytes, s->streamId,
-			    0);
+		            0);
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MARKER:
@@ -303,7 +318,7 @@ static void record(const CUpti_Activity *a)
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
-				      size_t size, size_t valid)
+                                      size_t size, size_t valid)
 {
 	CUpti_Activity *a = NULL;
 	size_t dropped = 0;

@@ -26,8 +26,8 @@
 /* corr << 8 | api, indexed by corr % CORRELATION_SLOTS. */
 static _Atomic uint64_t correlation_api[CORRELATION_SLOTS];
 
-static __thread unsigned runtime_api;  /* API of the runtime call in progress, 0 = none */
-static __thread int querying;          /* inside our own cuMemGetInfo */
+static __thread unsigned runtime_api; /* API of the runtime call in progress, 0 = none */
+static __thread int querying;         /* inside our own cuMemGetInfo */
 
 static CUpti_SubscriberHandle subscriber;
 
@@ -48,8 +48,8 @@ static const struct api_entry apis[] = {
 	  MT_API_CUDA_MALLOC_ASYNC },
 	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
 	  MT_API_CUDA_MALLOC_ASYNC },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API,
-	  CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020, MT_API_CUDA_MALLOC_ASYNC },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020,
+	  MT_API_CUDA_MALLOC_ASYNC },
 	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
 	  MT_API_CUDA_MALLOC_MANAGED },
 	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
@@ -87,14 +87,14 @@ static unsigned api_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 unsigned mt_callbacks_api_for(uint32_t correlation)
 {
 	uint64_t v = atomic_load_explicit(&correlation_api[correlation % CORRELATION_SLOTS],
-					  memory_order_relaxed);
+	                                  memory_order_relaxed);
 	return (v >> 8) == correlation ? (unsigned)(v & 0xff) : 0;
 }
 
 static void remember(uint32_t correlation, unsigned api)
 {
 	atomic_store_explicit(&correlation_api[correlation % CORRELATION_SLOTS],
-			      (uint64_t)correlation << 8 | api, memory_order_relaxed);
+	                      (uint64_t)correlation << 8 | api, memory_order_relaxed);
 }
 
 static uint32_t device_of(CUcontext ctx)
@@ -108,7 +108,7 @@ static uint32_t device_of(CUcontext ctx)
 
 /* Requested size and stream of an allocation call from its parameters. */
 static void request_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *params,
-		       uint64_t *bytes, uint64_t *stream)
+                       uint64_t *bytes, uint64_t *stream)
 {
 	*bytes = 0;
 	*stream = 0;
@@ -183,8 +183,8 @@ static void request_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const
 	}
 }
 
-static void failed(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-		   const CUpti_CallbackData *cb, unsigned api, uint32_t error)
+static void failed(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
+                   unsigned api, uint32_t error)
 {
 	struct mt_event ev = { 0 };
 
@@ -225,8 +225,8 @@ static void vmm(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	mt_sink_push(&ev);
 }
 
-static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
-				 CUpti_CallbackId cbid, const void *data)
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 	unsigned api;
@@ -245,7 +245,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 		}
 		runtime_api = 0;
 		if (cb->functionReturnValue && *(const int *)cb->functionReturnValue != 0)
-			failed(domain, cbid, cb, api, (uint32_t) * (const int *)cb->functionReturnValue);
+			failed(domain, cbid, cb, api,
+			       (uint32_t) * (const int *)cb->functionReturnValue);
 		return;
 	}
 	/* driver API */
@@ -258,7 +259,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 	if (cb->functionReturnValue && *(const int *)cb->functionReturnValue != 0) {
 		if (!runtime_api && cbid != CUPTI_DRIVER_TRACE_CBID_cuMemMap &&
 		    cbid != CUPTI_DRIVER_TRACE_CBID_cuMemUnmap)
-			failed(domain, cbid, cb, api, (uint32_t) * (const int *)cb->functionReturnValue);
+			failed(domain, cbid, cb, api,
+			       (uint32_t) * (const int *)cb->functionReturnValue);
 		return;
 	}
 	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemMap)

@@ -45,8 +45,7 @@ static struct {
 	int (*nvml_processes)(nvml_device_t, unsigned *, struct nvml_process_info *);
 	bool nvml_ok;
 	nvml_device_t nvml_dev[MT_INJECT_MAX_DEVICES];
-	unsigned seen; /* devices with a row (bit per ordinal < 64) */
-	uint64_t seen_mask;
+	uint64_t seen_mask; /* devices with a row, bit per ordinal < 64 */
 } lib = { .once = PTHREAD_ONCE_INIT };
 
 static void load(void)
@@ -59,15 +58,15 @@ static void load(void)
 	if (cuda) {
 		lib.device_get_count = (CUresult(*)(int *))dlsym(cuda, "cuDeviceGetCount");
 		lib.device_get = (CUresult(*)(CUdevice *, int))dlsym(cuda, "cuDeviceGet");
-		lib.device_get_name = (CUresult(*)(char *, int, CUdevice))dlsym(cuda,
-										"cuDeviceGetName");
-		lib.device_get_uuid = (CUresult(*)(CUuuid *, CUdevice))dlsym(cuda,
-									     "cuDeviceGetUuid_v2");
+		lib.device_get_name =
+		        (CUresult(*)(char *, int, CUdevice))dlsym(cuda, "cuDeviceGetName");
+		lib.device_get_uuid =
+		        (CUresult(*)(CUuuid *, CUdevice))dlsym(cuda, "cuDeviceGetUuid_v2");
 		if (!lib.device_get_uuid)
-			lib.device_get_uuid = (CUresult(*)(CUuuid *, CUdevice))dlsym(
-				cuda, "cuDeviceGetUuid");
-		lib.device_total_mem = (CUresult(*)(size_t *, CUdevice))dlsym(cuda,
-									      "cuDeviceTotalMem_v2");
+			lib.device_get_uuid =
+			        (CUresult(*)(CUuuid *, CUdevice))dlsym(cuda, "cuDeviceGetUuid");
+		lib.device_total_mem =
+		        (CUresult(*)(size_t *, CUdevice))dlsym(cuda, "cuDeviceTotalMem_v2");
 		lib.driver_get_version = (CUresult(*)(int *))dlsym(cuda, "cuDriverGetVersion");
 		lib.mem_get_info = (CUresult(*)(size_t *, size_t *))dlsym(cuda, "cuMemGetInfo_v2");
 		lib.ctx_get_current = (CUresult(*)(CUcontext *))dlsym(cuda, "cuCtxGetCurrent");
@@ -76,16 +75,16 @@ static void load(void)
 	if (nvml) {
 		lib.nvml_init = (int (*)(void))dlsym(nvml, "nvmlInit_v2");
 		lib.nvml_by_uuid = (int (*)(const char *, nvml_device_t *))dlsym(
-			nvml, "nvmlDeviceGetHandleByUUID");
+		        nvml, "nvmlDeviceGetHandleByUUID");
 		lib.nvml_memory = (int (*)(nvml_device_t, struct nvml_memory *))dlsym(
-			nvml, "nvmlDeviceGetMemoryInfo");
-		lib.nvml_driver_version = (int (*)(char *, unsigned))dlsym(
-			nvml, "nvmlSystemGetDriverVersion");
+		        nvml, "nvmlDeviceGetMemoryInfo");
+		lib.nvml_driver_version =
+		        (int (*)(char *, unsigned))dlsym(nvml, "nvmlSystemGetDriverVersion");
 		lib.nvml_processes =
-			(int (*)(nvml_device_t, unsigned *, struct nvml_process_info *))dlsym(
-				nvml, "nvmlDeviceGetComputeRunningProcesses_v3");
+		        (int (*)(nvml_device_t, unsigned *, struct nvml_process_info *))dlsym(
+		                nvml, "nvmlDeviceGetComputeRunningProcesses_v3");
 		lib.nvml_ok = lib.nvml_init && lib.nvml_by_uuid && lib.nvml_memory &&
-			      lib.nvml_init() == 0;
+		              lib.nvml_init() == 0;
 	}
 }
 
@@ -94,9 +93,9 @@ static void format_uuid(const CUuuid *u, char *buf, size_t len)
 	const unsigned char *b = (const unsigned char *)u->bytes;
 
 	snprintf(buf, len,
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-		 b[14], b[15]);
+	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+	         b[14], b[15]);
 }
 
 uint32_t mt_device_row_locked(unsigned ordinal)
@@ -120,7 +119,7 @@ uint32_t mt_device_row_locked(unsigned ordinal)
 		lib.device_total_mem(&total, dev);
 	if (lib.driver_get_version && lib.driver_get_version(&version) == CUDA_SUCCESS)
 		snprintf(cuda_version, sizeof(cuda_version), "%d.%d", version / 1000,
-			 (version % 1000) / 10);
+		         (version % 1000) / 10);
 	if (lib.nvml_ok && lib.nvml_driver_version)
 		lib.nvml_driver_version(driver, sizeof(driver));
 	if (!*driver)
@@ -135,7 +134,7 @@ uint32_t mt_device_row_locked(unsigned ordinal)
 	d.cuda_version = cuda_version;
 	if (mt_writer_add_device(mt_inject_state.writer, &d, &id) < 0) {
 		mt_inject_warn("cannot write the trace: %s",
-			       mt_writer_message(mt_inject_state.writer));
+		               mt_writer_message(mt_inject_state.writer));
 		return 0;
 	}
 	if (ordinal < 64)

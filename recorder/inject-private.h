@@ -38,9 +38,11 @@ struct mt_inject {
 	atomic_bool enabled; /* false after a fatal recorder failure */
 	atomic_bool warned;  /* the one warning line has been printed */
 	atomic_bool stopping;
-	bool kernels;        /* CONCURRENT_KERNEL/MEMCPY/MEMSET wanted */
+	bool root;    /* no recorded parent process */
+	bool kernels; /* CONCURRENT_KERNEL/MEMCPY/MEMSET wanted */
 	unsigned sample_ms;
-	uint64_t dropped;    /* CUPTI records dropped, all buffers */
+	uint64_t dropped; /* CUPTI records dropped, all buffers */
+	uint64_t untimed; /* kernel/memcpy/memset records without timestamps, skipped */
 	pthread_t thread;
 	bool thread_started;
 };

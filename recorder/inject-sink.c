@@ -83,9 +83,10 @@ static uint64_t wall_ns(void)
 
 static void set_meta_locked(const char *key, const char *value)
 {
-	if (value && mt_writer_set_meta(mt_inject_state.writer, key, value) < 0)
+	if (value && mt_inject_state.writer &&
+	    mt_writer_set_meta(mt_inject_state.writer, key, value) < 0)
 		mt_inject_warn("cannot write the trace: %s",
-			       mt_writer_message(mt_inject_state.writer));
+		               mt_writer_message(mt_inject_state.writer));
 }
 
 void mt_sink_set_meta(const char *key, const char *value)
@@ -138,6 +139,7 @@ int mt_sink_open(void)
 	rc = mt_writer_add_process(in->writer, &proc, &in->process_row);
 	if (rc < 0)
 		mt_inject_warn("cannot write %s: %s", path, mt_writer_message(in->writer));
+	in->root = !proc.parent;
 	if (rc == 0 && !proc.parent) {
 		const char *capture = getenv("MEMTRACE_CAPTURE");
 		snprintf(start, sizeof(start), "%llu", (unsigned long long)wall_ns());
@@ -170,7 +172,7 @@ uint32_t mt_sink_intern_locked(const char *s)
 		return 0;
 	if (mt_writer_intern(mt_inject_state.writer, s, &id) < 0) {
 		mt_inject_warn("cannot write the trace: %s",
-			       mt_writer_message(mt_inject_state.writer));
+		               mt_writer_message(mt_inject_state.writer));
 		return 0;
 	}
 	return id;
@@ -265,7 +267,7 @@ void mt_sink_flush(void)
 void mt_sink_close(void)
 {
 	struct mt_inject *in = &mt_inject_state;
-	char dropped[32];
+	char number[32];
 
 	if (!mine())
 		return;
@@ -279,8 +281,20 @@ void mt_sink_close(void)
 	pthread_mutex_lock(&in->writer_lock);
 	mt_activity_close_ranges_locked();
 	commit_locked();
-	snprintf(dropped, sizeof(dropped), "%llu", (unsigned long long)in->dropped);
-	set_meta_locked("dropped_records", dropped);
+	snprintf(number, sizeof(number), "%llu", (unsigned long long)in->dropped);
+	/* One meta key for the trace: the first process writes it, a child
+	 * only when it lost records itself. */
+	if (in->root || in->dropped)
+		set_meta_locked("dropped_records", number);
+	if (in->untimed) {
+		snprintf(number, sizeof(number), "%llu", (unsigned long long)in->untimed);
+		set_meta_locked("untimed_records", number);
+	}
+	/* Closing the last connection folds the WAL into the trace file.
+	 * Late events (static destructors after exit handlers) go nowhere. */
+	atomic_store(&in->enabled, false);
+	mt_writer_free(in->writer);
+	in->writer = NULL;
 	pthread_mutex_unlock(&in->writer_lock);
 }
 

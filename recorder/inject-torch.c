@@ -37,7 +37,7 @@ enum torch_action {
 
 /* Exported to the bridge and to recorder/python/sitecustomize.py. */
 void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes,
-			  uint64_t stream);
+                          uint64_t stream);
 void memtrace_set_capture(const char *capture);
 
 #define PENDING_SLOTS 65536 /* frees requested and not yet completed */
@@ -103,7 +103,7 @@ static void emit_free(const struct pending *p, uint64_t completed)
 }
 
 static void free_requested(int device, uint64_t address, uint64_t bytes, uint64_t stream,
-			   uint64_t ts)
+                           uint64_t ts)
 {
 	size_t s = slot_of(address);
 
@@ -161,9 +161,8 @@ static void pool_change(int device, int64_t delta, uint64_t ts)
 	mt_sink_push(&ev);
 }
 
-__attribute__((visibility("default"))) void memtrace_torch_event(int action, int device,
-								  uint64_t address, uint64_t bytes,
-								  uint64_t stream)
+__attribute__((visibility("default"))) void
+memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream)
 {
 	struct mt_event ev = { 0 };
 	uint64_t ts;

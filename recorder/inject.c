@@ -73,8 +73,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	rc = mt_callbacks_start();
 	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		mt_inject_warn("another CUPTI subscriber (a profiler?) is already active "
-			       "(CUPTI error %d)",
-			       rc);
+		               "(CUPTI error %d)",
+		               rc);
 		return 1;
 	} else if (rc) {
 		const char *s = NULL;

@@ -25,11 +25,10 @@ struct mt_record_run {
 	char **env; /* NULL-terminated, owned strings */
 	size_t env_len, env_cap;
 	char output[PATH_MAX];
-	char capture_note[256];
 };
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+        __attribute__((format(printf, 4, 5)));
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
@@ -88,7 +87,7 @@ int mt_record_find_inject(const char *self, char *buf, size_t len, char *err, si
 	if (env && *env) {
 		if (!is_file(env) || !realpath(env, buf))
 			return fail(err, errlen, -ENOENT, "MEMTRACE_INJECT_PATH=%s is not a file",
-				    env);
+			            env);
 		return 0;
 	}
 	if (self_dir(self, dir, sizeof(dir)) == 0) {
@@ -101,8 +100,8 @@ int mt_record_find_inject(const char *self, char *buf, size_t len, char *err, si
 		}
 	}
 	return fail(err, errlen, -ENOENT,
-		    "cannot find libmemtrace-inject.so beside the memtrace binary; "
-		    "set MEMTRACE_INJECT_PATH to it");
+	            "cannot find libmemtrace-inject.so beside the memtrace binary; "
+	            "set MEMTRACE_INJECT_PATH to it");
 }
 
 static int cupti_in(const char *dir, char *buf, size_t len)
@@ -111,7 +110,8 @@ static int cupti_in(const char *dir, char *buf, size_t len)
 	char cand[PATH_MAX * 2];
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(cand, sizeof(cand), "%s/%s", dir, names[i]);
+		if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", dir, names[i]) >= sizeof(cand))
+			return -ENAMETOOLONG;
 		if (is_file(cand) && strlen(cand) < len) {
 			strcpy(buf, cand);
 			return 0;
@@ -123,13 +123,14 @@ static int cupti_in(const char *dir, char *buf, size_t len)
 static int cupti_under(const char *root, char *buf, size_t len)
 {
 	static const char *const subs[] = { "extras/CUPTI/lib64", "lib64", "lib",
-					    "targets/x86_64-linux/lib" };
+		                            "targets/x86_64-linux/lib" };
 	char dir[PATH_MAX * 2];
 
 	if (!root || !*root)
 		return -ENOENT;
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-		snprintf(dir, sizeof(dir), "%s/%s", root, subs[i]);
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, subs[i]) >= sizeof(dir))
+			return -ENAMETOOLONG;
 		if (cupti_in(dir, buf, len) == 0)
 			return 0;
 	}
@@ -140,7 +141,7 @@ int mt_record_find_cupti(char *buf, size_t len, char *err, size_t errlen)
 {
 	const char *env = getenv("MEMTRACE_CUPTI_PATH");
 	const char *roots[] = { getenv("CUDA_HOME"), getenv("CUDA_PATH"), MT_CUDA_ROOT,
-				"/usr/local/cuda" };
+		                "/usr/local/cuda" };
 	const char *ld = getenv("LD_LIBRARY_PATH");
 
 	if (env && *env) {
@@ -151,7 +152,7 @@ int mt_record_find_cupti(char *buf, size_t len, char *err, size_t errlen)
 		if (cupti_in(env, buf, len) == 0 || cupti_under(env, buf, len) == 0)
 			return 0;
 		return fail(err, errlen, -ENOENT, "MEMTRACE_CUPTI_PATH=%s holds no libcupti.so",
-			    env);
+		            env);
 	}
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
 		if (cupti_under(roots[i], buf, len) == 0)
@@ -171,8 +172,8 @@ int mt_record_find_cupti(char *buf, size_t len, char *err, size_t errlen)
 		free(copy);
 	}
 	return fail(err, errlen, -ENOENT,
-		    "cannot find CUPTI (libcupti.so); set MEMTRACE_CUPTI_PATH to the folder that "
-		    "holds it (or add it to LD_LIBRARY_PATH)");
+	            "cannot find CUPTI (libcupti.so); set MEMTRACE_CUPTI_PATH to the folder that "
+	            "holds it (or add it to LD_LIBRARY_PATH)");
 }
 
 static int env_set(struct mt_record_run *run, const char *name, const char *value)
@@ -215,8 +216,7 @@ static const char *env_get(const struct mt_record_run *run, const char *name)
 }
 
 /* Sets name to "first:old" (prepend) or "old:first" (append). */
-static int env_path_add(struct mt_record_run *run, const char *name, const char *dir,
-			bool prepend)
+static int env_path_add(struct mt_record_run *run, const char *name, const char *dir, bool prepend)
 {
 	const char *old = env_get(run, name);
 	char *v;
@@ -282,12 +282,12 @@ static int keep_old(const char *path, char *err, size_t errlen)
 		snprintf(old_side, sizeof(old_side), "%s%s", old, sfx[i]);
 		unlink(old_side);
 		if (access(side, F_OK) == 0 && rename(side, old_side) != 0)
-			return fail(err, errlen, -errno, "cannot keep %s as %s: %s", side,
-				    old_side, strerror(errno));
+			return fail(err, errlen, -errno, "cannot keep %s as %s: %s", side, old_side,
+			            strerror(errno));
 	}
 	if (rename(path, old) != 0)
 		return fail(err, errlen, -errno, "cannot keep %s as %s: %s", path, old,
-			    strerror(errno));
+		            strerror(errno));
 	return 0;
 }
 
@@ -320,7 +320,7 @@ static void dirname_of(const char *path, char *buf, size_t len)
 }
 
 static int build_env(struct mt_record_run *run, const struct mt_record_options *opts,
-		     const char *inject, const char *cupti, char *err, size_t errlen)
+                     const char *inject, const char *cupti, char *err, size_t errlen)
 {
 	char dir[PATH_MAX], cupti_dir[PATH_MAX], bridge[PATH_MAX * 2], num[32];
 	const char *capture;
@@ -357,8 +357,6 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 		rc = env_set(run, "MEMTRACE_SAMPLE_MS", num);
 	if (opts->capture == MT_CAPTURE_AS_IS) {
 		capture = "as-is";
-		snprintf(run->capture_note, sizeof(run->capture_note),
-			 "capture as-is: only what reaches the driver");
 	} else if ((python = runs_python(run->argv[0]))) {
 		/* sitecustomize.py beside the library attaches the PyTorch bridge
 		 * (or falls back to a driver-level allocator) and says which. */
@@ -369,21 +367,18 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 		snprintf(bridge, sizeof(bridge), "%s/torch-bridge.cpp", dir);
 		if (rc == 0)
 			rc = env_set(run, "MEMTRACE_TORCH_BRIDGE", bridge);
-		snprintf(run->capture_note, sizeof(run->capture_note),
-			 "capture requests: Python frameworks through their allocator hooks");
 	} else {
 		capture = "requests (driver API)";
-		snprintf(run->capture_note, sizeof(run->capture_note),
-			 "capture requests: the program's CUDA allocation calls");
 	}
 	if (rc == 0)
 		rc = env_set(run, "MEMTRACE_CAPTURE", capture);
 	if (rc == 0) {
 		char *note;
 		if (asprintf(&note,
-			     "CUDA_INJECTION64_PATH=%s NVTX_INJECTION64_PATH=%s LD_LIBRARY_PATH+=%s%s%s%s",
-			     inject, cupti, cupti_dir, python ? " PYTHONPATH+=" : "",
-			     python ? dir : "", python ? "/python" : "") < 0)
+		             "CUDA_INJECTION64_PATH=%s NVTX_INJECTION64_PATH=%s "
+		             "LD_LIBRARY_PATH+=%s%s%s%s",
+		             inject, cupti, cupti_dir, python ? " PYTHONPATH+=" : "",
+		             python ? dir : "", python ? "/python" : "") < 0)
 			rc = -ENOMEM;
 		else
 			rc = env_set(run, "MEMTRACE_CAPTURE_ENV", note);
@@ -396,7 +391,7 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 }
 
 int mt_record_prepare(const struct mt_record_options *opts, char *const *argv,
-		      struct mt_record_run **out, char *err, size_t errlen)
+                      struct mt_record_run **out, char *err, size_t errlen)
 {
 	struct mt_record_run *run;
 	char inject[PATH_MAX], cupti[PATH_MAX];
@@ -410,7 +405,7 @@ int mt_record_prepare(const struct mt_record_options *opts, char *const *argv,
 		return fail(err, errlen, -ENOMEM, "out of memory");
 	run->argv = argv;
 	rc = absolute(opts->output ? opts->output : "memtrace.db", run->output,
-		      sizeof(run->output));
+	              sizeof(run->output));
 	if (rc < 0) {
 		fail(err, errlen, rc, "output path too long");
 		goto out;
@@ -433,11 +428,6 @@ out:
 const char *mt_record_output(const struct mt_record_run *run)
 {
 	return run->output;
-}
-
-const char *mt_record_capture_note(const struct mt_record_run *run)
-{
-	return run->capture_note;
 }
 
 static volatile sig_atomic_t child_pid;
@@ -463,7 +453,7 @@ int mt_record_exec(struct mt_record_run *run, int *status, char *err, size_t err
 
 	if (pipe2(pipefd, O_CLOEXEC) != 0)
 		return fail(err, errlen, -errno, "cannot start %s: %s", run->argv[0],
-			    strerror(errno));
+		            strerror(errno));
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
@@ -496,7 +486,7 @@ int mt_record_exec(struct mt_record_run *run, int *status, char *err, size_t err
 	child_pid = 0;
 	if (n == (ssize_t)sizeof(child_errno))
 		return fail(err, errlen, -child_errno, "cannot run %s: %s", run->argv[0],
-			    strerror(child_errno));
+		            strerror(child_errno));
 	if (WIFSIGNALED(wstatus))
 		*status = 128 + WTERMSIG(wstatus);
 	else

@@ -38,12 +38,12 @@ enum mt_capture {
 };
 
 struct mt_record_options {
-	const char *output;  /* trace path (may hold '%p'); NULL = memtrace.db */
-	unsigned capture;    /* enum mt_capture */
-	bool kernels;        /* kernel, memcpy and memset records */
-	unsigned sample_ms;  /* sampling period; 0 = no samples */
-	const char *self;    /* path of the running memtrace binary (argv[0] or
-	                        /proc/self/exe) to find the injection library */
+	const char *output; /* trace path (may hold '%p'); NULL = memtrace.db */
+	unsigned capture;   /* enum mt_capture */
+	bool kernels;       /* kernel, memcpy and memset records */
+	unsigned sample_ms; /* sampling period; 0 = no samples */
+	const char *self;   /* path of the running memtrace binary (argv[0] or
+	                       /proc/self/exe) to find the injection library */
 };
 
 /* Finds libmemtrace-inject.so for the memtrace binary at `self`: beside it
@@ -67,12 +67,10 @@ struct mt_record_run;
  * builds the environment from `environ`. argv[0] names the program (looked up
  * in PATH by mt_record_exec). Returns 0 or a negative errno with a message. */
 int mt_record_prepare(const struct mt_record_options *opts, char *const *argv,
-		      struct mt_record_run **run, char *err, size_t errlen);
+                      struct mt_record_run **run, char *err, size_t errlen);
 
-/* The trace path the run writes (with '%p' unexpanded), the capture it
- * announced and the list of variables it set ("A=1 B=2"). Owned by run. */
+/* The absolute trace path the run writes ('%p' unexpanded). Owned by run. */
 const char *mt_record_output(const struct mt_record_run *run);
-const char *mt_record_capture_note(const struct mt_record_run *run);
 
 /* Starts the program with the prepared environment, forwards SIGINT,
  * SIGTERM, SIGHUP and SIGQUIT to it, waits, and stores its exit status the
@@ -87,16 +85,15 @@ void mt_record_run_free(struct mt_record_run *run);
 /* What `memtrace record` prints after the run, read back from the trace. */
 struct mt_record_summary {
 	uint64_t events[MT_EVENT_KIND_MAX + 1]; /* by kind */
-	uint64_t peak_live;      /* request layer if present, else driver */
-	unsigned peak_layer;     /* enum mt_layer of peak_live */
+	uint64_t peak_live;                     /* request layer if present, else driver */
+	unsigned peak_layer;                    /* enum mt_layer of peak_live */
 	uint64_t file_bytes;
-	uint64_t dropped;        /* meta dropped_records, summed */
+	uint64_t dropped; /* meta dropped_records, summed */
 	size_t processes;
-	char capture[128];       /* meta capture */
+	char capture[128]; /* meta capture */
 };
 
 /* Reads the summary of a trace. Returns 0 or a negative errno (message). */
-int mt_record_summarize(const char *path, struct mt_record_summary *s, char *err,
-			size_t errlen);
+int mt_record_summarize(const char *path, struct mt_record_summary *s, char *err, size_t errlen);
 
 #endif

@@ -15,10 +15,11 @@
 
 #include <cstdint>
 
-namespace {
+namespace
+{
 
 using event_fn = void (*)(int action, int device, uint64_t address, uint64_t bytes,
-			  uint64_t stream);
+                          uint64_t stream);
 
 event_fn sink = nullptr;
 

@@ -12,7 +12,8 @@
  *   between two powers of two (when size > 512 * N).
  * - two pools: requests of at most 1 MiB (after rounding) in the small pool,
  *   the rest in the large pool; each pool keeps its free blocks of every
- *   stream in one set ordered by (stream, size, address).
+ *   stream in one set ordered by (stream, size, address) — the address taken
+ *   as (segment creation number, address), see cmp_place.
  * - segment size (get_allocation_size): 2 MiB for small requests, 20 MiB for
  *   requests under 10 MiB, otherwise the request rounded up to 2 MiB; one
  *   mt_backend_alloc (cudaMalloc) per segment.
@@ -33,10 +34,10 @@
  *   of every stream and pool) and retry; then OOM (-ENOMEM).
  * - garbage_collection_threshold: PyTorch applies it only under a memory
  *   fraction; here the fraction is the backend's capacity. When reserved
- *   exceeds threshold * capacity, before a cudaMalloc, unsplit free large
- *   blocks whose age (get_free_block calls on their pool since they were
- *   freed) is at least the average age are freed until reserved is back
- *   under the threshold.
+ *   exceeds threshold * capacity, before a cudaMalloc, passes over the
+ *   unsplit free large blocks free each one at least as old as their
+ *   average age (age: get_free_block calls on the pool since it was freed)
+ *   until what was freed covers the excess.
  * - stats: allocated = rounded block sizes handed out, requested = asked
  *   sizes, reserved = segment bytes (total_allocated_memory).
  *

@@ -1,4 +1,6 @@
 // sync.cu — synchronous cudaMalloc/cudaFree with a known sequence.
+// CUDA is started first (cudaFree(0)): NVTX ranges opened before CUDA starts
+// are not seen by CUPTI, which the recorder loads at cuInit.
 // Each round allocates the four sizes below in order, fills the first with a
 // kernel, copies 1 MiB host->device, memsets the second, and frees them in
 // reverse order inside an NVTX range "round". Rounds: argv[1] (default 3).
@@ -16,6 +18,7 @@ int main(int argc, char **argv)
 	static char host[1 << 20];
 	void *p[4];
 
+	CHECK(cudaFree(0));
 	for (int r = 0; r < rounds; r++) {
 		nvtxRangePushA("round");
 		for (int i = 0; i < 4; i++)

@@ -162,6 +162,23 @@ int main(void)
 		refusals(kind, &s);
 	}
 
+	/* Kernels repeating a few launch configurations, and a new one late
+	 * (the codec keeps a table of distinct launches per chunk). */
+	struct mt_event *k = calloc(3000, sizeof(*k));
+	CHECK(k);
+	for (size_t i = 0; i < 3000; i++) {
+		k[i].kind = MT_EVENT_KERNEL;
+		k[i].ts = 100 * i;
+		k[i].seq = i;
+		k[i].kernel.end = k[i].ts + 50;
+		k[i].kernel.name = (uint32_t)(1 + i % 5);
+		k[i].kernel.grid[0] = (uint32_t)(128 << (i % 5));
+		k[i].kernel.block[2] = i % 5 == 3 ? UINT32_MAX : 1;
+		k[i].kernel.shared_bytes = i >= 2990 ? 4096 : 0;
+	}
+	round_trip(MT_EVENT_KERNEL, k, 3000);
+	free(k);
+
 	/* n = 0 decodes to no events and a NULL array. */
 	void *blob;
 	size_t len, n = 7;

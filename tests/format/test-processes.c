@@ -136,6 +136,14 @@ struct report {
 	uint32_t process, device, common, own;
 };
 
+/* Says why a writer child failed and exits with status. */
+static void child_fail(struct mt_writer *w, int k, int status)
+{
+	fprintf(stderr, "child %d: %s\n", k, mt_writer_message(w));
+	mt_writer_free(w);
+	_exit(status);
+}
+
 static void concurrent_child(const char *path, int go, int out, int k)
 {
 	char c;
@@ -151,21 +159,17 @@ static void concurrent_child(const char *path, int go, int out, int k)
 	    mt_writer_add_process(w, &proc, &rep.process) < 0 ||
 	    mt_writer_add_device(w, &dev, &rep.device) < 0 ||
 	    mt_writer_intern(w, "common", &rep.common) < 0 ||
-	    mt_writer_intern(w, own, &rep.own) < 0) {
-		fprintf(stderr, "child %d: %s\n", k, mt_writer_message(w));
-		_exit(3);
-	}
+	    mt_writer_intern(w, own, &rep.own) < 0)
+		child_fail(w, k, 3);
 	mt_writer_set_chunk_events(w, 250);
 	for (uint64_t i = 0; i < PER_WRITER; i++) {
 		struct mt_event ev = nth_event(i, rep.process, rep.device);
 		ev.alloc.site = rep.own;
-		if (mt_writer_append(w, &ev) < 0) {
-			fprintf(stderr, "child %d: %s\n", k, mt_writer_message(w));
-			_exit(4);
-		}
+		if (mt_writer_append(w, &ev) < 0)
+			child_fail(w, k, 4);
 	}
 	if (mt_writer_flush(w) < 0 || write(out, &rep, sizeof(rep)) != sizeof(rep))
-		_exit(5);
+		child_fail(w, k, 5);
 	mt_writer_free(w);
 	_exit(0);
 }

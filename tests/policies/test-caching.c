@@ -243,6 +243,21 @@ static void test_oom_retry(void)
 	CHECK(pstats(&f).reserved == 110 * MiB && pstats(&f).cache_flushes == 0);
 	CHECK(pstats(&f).segments == 2);
 	fixture_free(&f);
+
+	/* no single oversize block covers the request: oversize blocks are
+	 * freed from the largest down until they add up to it */
+	f = fixture_new("caching:max_split_size=64MiB", 300 * MiB);
+	a = xalloc(&f, 100 * MiB, 0);
+	b = xalloc(&f, 80 * MiB, 0);
+	xfree(&f, a, 0);
+	xfree(&f, b, 0);
+	c = xalloc(&f, 30 * MiB, 0); /* oversize blocks refused: new segment, 210 MiB */
+	/* 150 MiB: 210 + 150 > 300; lower_bound(150) finds nothing, so from the
+	 * largest: 100 MiB (100 < 150, go on), 80 MiB (180 >= 150, stop) */
+	CHECK(xalloc(&f, 150 * MiB, 0) != 0);
+	CHECK(pstats(&f).reserved == 180 * MiB && pstats(&f).cache_flushes == 0);
+	CHECK(bstats(&f).free_calls == 2 && c != 0);
+	fixture_free(&f);
 }
 
 /* garbage_collection_threshold=0.5 on a 100 MiB device: threshold 50 MiB.

@@ -56,6 +56,33 @@ static void test_growth(void)
 	fixture_free(&f);
 }
 
+/* Pages unmapped in the middle of a segment are mapped again first: the
+ * lowest place with room wins (Note [Expandable Segments]). */
+static void test_refill_lowest_gap(void)
+{
+	struct fixture f = fixture_new("expandable", CAP);
+	uint64_t a = xalloc(&f, 20 * MiB, 0); /* page 0, whole: not split */
+	uint64_t b = xalloc(&f, 20 * MiB, 0); /* page 1 */
+	uint64_t c = xalloc(&f, 20 * MiB, 0); /* page 2 */
+	uint64_t d, e;
+
+	CHECK(b == a + 20 * MiB && c == a + 40 * MiB);
+	xfree(&f, b, 0);
+	CHECK(f.p->ops->empty_cache(f.p) == 0); /* unmaps page 1: a hole between a and c */
+	CHECK(pstats(&f).reserved == 40 * MiB);
+	CHECK(walk_layout(&f, true).nseg == 2); /* two mapped runs */
+	CHECK(pstats(&f).segments == 2);
+	/* 30 MiB does not fit the 20 MiB hole: pages 3 and 4 at the end */
+	d = xalloc(&f, 30 * MiB, 0);
+	CHECK(d == a + 60 * MiB && pstats(&f).reserved == 80 * MiB);
+	/* 15 MiB: d's 10 MiB remainder is too small; the hole is the lowest
+	 * place with room, so page 1 is mapped again */
+	e = xalloc(&f, 15 * MiB, 0);
+	CHECK(e == a + 20 * MiB && pstats(&f).reserved == 100 * MiB);
+	CHECK(pstats(&f).segments == 1);
+	fixture_free(&f);
+}
+
 /* The small pool maps 2 MiB pages; streams get their own segments. */
 static void test_small_and_streams(void)
 {
@@ -121,6 +148,7 @@ static void test_oom_retry(void)
 int main(void)
 {
 	test_growth();
+	test_refill_lowest_gap();
 	test_small_and_streams();
 	test_fragmenting_sequence();
 	test_oom_retry();

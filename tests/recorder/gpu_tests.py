@@ -283,8 +283,10 @@ def test_torch(tmp):
     check("torch: capture through the allocator hook",
           "hook" in t.meta.get("capture", ""), t.meta.get("capture"))
     check("torch: every request recorded", len(req) == fig.get("allocs"), (len(req), fig.get("allocs")))
-    check("torch: every free pairs, sizes agree", t.pairing("request")[1:] == (0, 0, 0),
-          t.pairing("request"))
+    pr = t.pairing("request")
+    # Tensors alive when the figures were taken may be freed at exit.
+    check("torch: every free pairs, sizes agree, at most the live ones unfreed",
+          pr[1] == 0 and pr[3] == 0 and pr[2] <= fig.get("live", 0), (pr, fig.get("live")))
     peak = t.peak_live("request")
     check("torch: peak live == requested_bytes.all.peak",
           peak == fig.get("torch_requested_bytes_peak"), (peak, fig))

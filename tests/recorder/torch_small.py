@@ -30,4 +30,5 @@ print(json.dumps({
     "torch_requested_bytes_peak": stats["requested_bytes.all.peak"],
     "torch_max_memory_reserved": torch.cuda.max_memory_reserved(),
     "allocs": stats["allocation.all.allocated"],
+    "live": stats["allocation.all.current"],
 }))

@@ -69,8 +69,8 @@ static void print_event(struct mt_reader *r, const struct mt_event *e)
 
 int main(int argc, char **argv)
 {
-	static const char *const keys[] = { "capture", "capture_env", "dropped_records",
-					    "command_line", "memtrace_version", "format_version" };
+	static const char *const keys[] = { "capture",      "capture_env",      "dropped_records",
+		                            "command_line", "memtrace_version", "format_version" };
 	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
 	struct mt_query q = { 0 };
 	struct mt_reader *r;
@@ -86,7 +86,8 @@ int main(int argc, char **argv)
 	}
 	r = mt_reader_new();
 	if (!r || mt_reader_open(r, path) < 0) {
-		fprintf(stderr, "trace-dump: %s: %s\n", path, r ? mt_reader_message(r) : "no memory");
+		fprintf(stderr, "trace-dump: %s: %s\n", path,
+		        r ? mt_reader_message(r) : "no memory");
 		return 1;
 	}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -112,8 +113,8 @@ int main(int argc, char **argv)
 	for (unsigned layer = 0; layer <= 1; layer++) {
 		uint64_t peak = 0, ts = 0;
 		if (mt_reader_peak_live(r, &q, layer, &peak, &ts) == 0)
-			printf("peak %s %llu %llu\n", mt_layer_name(layer), (unsigned long long)peak,
-			       (unsigned long long)ts);
+			printf("peak %s %llu %llu\n", mt_layer_name(layer),
+			       (unsigned long long)peak, (unsigned long long)ts);
 	}
 	rc = 0;
 	if (events && (rc = mt_reader_iter(r, &q, &it)) == 0) {

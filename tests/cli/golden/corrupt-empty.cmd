@@ -1,0 +1,2 @@
+: > empty.db
+"$MEMTRACE" info empty.db

@@ -1,0 +1,1 @@
+"$MEMTRACE" info nothing-here.db

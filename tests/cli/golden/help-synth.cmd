@@ -1,0 +1,1 @@
+"$MEMTRACE" help synth

@@ -1,0 +1,15 @@
+# each bad argument is one usage line and status 2; nothing is written
+"$MEMTRACE" synth --pattern lstm; echo "exit $?"
+"$MEMTRACE" synth --events; echo "exit $?"
+"$MEMTRACE" synth --events many; echo "exit $?"
+"$MEMTRACE" synth --events -1; echo "exit $?"
+"$MEMTRACE" synth --events 10MiB; echo "exit $?"
+"$MEMTRACE" synth --events 1.5; echo "exit $?"
+"$MEMTRACE" synth --events 1e30; echo "exit $?"
+"$MEMTRACE" synth --seed 0x10; echo "exit $?"
+"$MEMTRACE" synth --seed -3; echo "exit $?"
+"$MEMTRACE" synth --frobnicate; echo "exit $?"
+"$MEMTRACE" synth -o; echo "exit $?"
+"$MEMTRACE" synth -o ''; echo "exit $?"
+"$MEMTRACE" synth extra; echo "exit $?"
+ls
