@@ -55,7 +55,15 @@ static int plan(const struct mt_request_stream *s, struct mt_policy *p)
 }
 
 /* Records the first OOM with the largest requests live at that moment. */
-static void first_oom(const struct mt_request_stream *s, const uint64_t *addr, uint32_t r,
+/* What the loop needs of one request, together: a free touches one cache
+ * line of a request allocated long before, not three arrays. */
+struct req {
+	uint64_t addr; /* while live, else 0 */
+	uint64_t bytes;
+	uint64_t stream;
+};
+
+static void first_oom(const struct mt_request_stream *s, const struct req *req, uint32_t r,
                       uint64_t allocated, uint64_t reserved, struct mt_replay_oom *oom)
 {
 	*oom = (struct mt_replay_oom){ .ts = s->alloc_ts[r],
@@ -64,7 +72,7 @@ static void first_oom(const struct mt_request_stream *s, const uint64_t *addr, u
 		                       .allocated = allocated,
 		                       .reserved = reserved };
 	for (size_t i = 0; i < s->requests; i++) {
-		if (!addr[i])
+		if (!req[i].addr)
 			continue;
 		uint64_t b = s->bytes[i];
 		for (size_t k = 0; k < MT_REPLAY_OOM_LARGEST; k++) {
@@ -83,8 +91,8 @@ struct run {
 	struct mt_replay_result *res;
 	struct mt_backend *b;
 	struct mt_policy *p;
-	uint64_t *addr; /* per request: address while live, 0 otherwise */
-	uint32_t *lat;  /* latency samples (ns) when measured */
+	struct req *req; /* per request */
+	uint32_t *lat;   /* latency samples (ns) when measured */
 	size_t nlat;
 	struct mt_series series;
 	uint64_t peak_live; /* live bytes actually served (less than the bound after OOMs) */
@@ -109,7 +117,7 @@ static int loop(struct run *r)
 	bool timed = r->lat != NULL;
 	for (size_t i = 0; i < s->nevents; i++) {
 		uint32_t c = s->events[i], q = MT_EVENT_REQUEST(c);
-		uint64_t stream = s->streams[s->stream[q]];
+		struct req *rq = &r->req[q];
 		int rc;
 		if (i == next_check) { /* every ~1%: progress and interruption */
 			next_check += step;
@@ -122,28 +130,27 @@ static int loop(struct run *r)
 		if (timed)
 			t0 = now_ns();
 		if (!MT_EVENT_IS_FREE(c)) {
-			rc = ops->alloc(r->p, s->bytes[q], stream, q, &r->addr[q]);
+			rc = ops->alloc(r->p, rq->bytes, rq->stream, q, &rq->addr);
 			if (rc == -ENOMEM) {
 				if (!r->res->oom_count++)
-					first_oom(s, r->addr, q, live,
-					          mt_backend_reserved_now(r->b),
+					first_oom(s, r->req, q, live, mt_backend_reserved_now(r->b),
 					          &r->res->first_oom);
-				r->addr[q] = 0;
+				rq->addr = 0;
 				continue;
 			}
 			if (rc < 0)
 				return fail(r, rc, i, "allocation failed");
-			live += s->bytes[q];
+			live += rq->bytes;
 			if (live > r->peak_live)
 				r->peak_live = live;
 		} else {
-			if (!r->addr[q])
+			if (!rq->addr)
 				continue; /* its allocation failed */
-			rc = ops->free(r->p, r->addr[q], stream);
+			rc = ops->free(r->p, rq->addr, rq->stream);
 			if (rc < 0)
 				return fail(r, rc, i, "free failed");
-			r->addr[q] = 0;
-			live -= s->bytes[q];
+			rq->addr = 0;
+			live -= rq->bytes;
 		}
 		if (timed) {
 			uint64_t d = now_ns() - t0;
@@ -171,9 +178,11 @@ static int setup(struct run *r)
 		return rc;
 	if ((rc = mt_policy_create(&r->p, opt->policy, r->b, r->err, r->errlen)) < 0)
 		return rc;
-	r->addr = calloc(s->requests ? s->requests : 1, sizeof(*r->addr));
-	if (!r->addr)
+	r->req = malloc((s->requests ? s->requests : 1) * sizeof(*r->req));
+	if (!r->req)
 		return -ENOMEM;
+	for (size_t i = 0; i < s->requests; i++)
+		r->req[i] = (struct req){ 0, s->bytes[i], s->streams[s->stream[i]] };
 	if (opt->measure_latency &&
 	    !(r->lat = malloc((s->nevents ? s->nevents : 1) * sizeof(*r->lat))))
 		return -ENOMEM;
@@ -222,7 +231,7 @@ int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_opti
 	res->series = mt_series_finish(&r.series, &res->series_len);
 	mt_series_release(&r.series);
 	free(r.lat);
-	free(r.addr);
+	free(r.req);
 	return rc;
 }
 
