@@ -771,6 +771,7 @@ struct dec_col {
 			return "column cut short";                                                 \
 		for (size_t i_ = base; i_ < lim; i_++) {                                           \
 			struct mt_event *ev = &e[i_];                                              \
+			*ev = *proto; /* ts is the first column: it starts each event */           \
 			uint64_t d_ = *a_++;                                                       \
 			if (d_ >= 0x80) {                                                          \
 				uint64_t rest_;                                                    \
@@ -913,8 +914,6 @@ static const char *decode_columns(unsigned kind, const uint8_t *p, const uint8_t
 	launch_reset(launches, 0, 0);
 	for (size_t base = 0; base < n; base += BLOCK) {
 		size_t lim = base + BLOCK < n ? base + BLOCK : n;
-		for (size_t i = base; i < lim; i++)
-			e[i] = *proto;
 		size_t c_ = 0;
 		FOR_KIND(kind, DEC_ALL, return "unknown kind");
 	}
