@@ -1,9 +1,150 @@
+/* memtrace record — run a program and record its GPU memory events. */
 #include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-recorder.h"
+
+static const char usage_text[] =
+        "Usage: memtrace record [-o FILE] [--capture requests|as-is] [--no-kernels]\n"
+        "                       [--sample-ms N] [--] PROG [ARGS...]\n"
+        "\n"
+        "Runs PROG with the memtrace injection library (CUPTI) loaded into it and\n"
+        "records every allocation and free, failed allocations, kernels, copies,\n"
+        "NVTX ranges and the device memory in use into a trace. PROG runs as usual;\n"
+        "its exit status is memtrace's exit status (128+N if killed by signal N).\n"
+        "Child processes (fork/exec, torchrun workers, DDP ranks) record into the\n"
+        "same trace, one process row each.\n"
+        "\n"
+        "Options:\n"
+        "  -o, --output FILE   trace to write (default memtrace.db); an existing FILE\n"
+        "                      is kept as FILE.old. '%p' in FILE becomes the process\n"
+        "                      id: one trace per process\n"
+        "  --capture MODE      requests (default): also record each framework's own\n"
+        "                      requests — PyTorch through its allocator hook (a small\n"
+        "                      bridge built once per PyTorch version), JAX and\n"
+        "                      TensorFlow through their platform allocators (slower);\n"
+        "                      as-is: only what reaches the driver (what nvidia-smi sees)\n"
+        "  --no-kernels        leave out kernel, memcpy and memset records\n"
+        "  --sample-ms N       sample device memory in use every N ms (default 50;\n"
+        "                      0 = never)\n"
+        "  -h, --help          show this help\n"
+        "\n"
+        "Environment: MEMTRACE_CUPTI_PATH names the folder holding libcupti.so when\n"
+        "it is not under CUDA_HOME or /usr/local/cuda; MEMTRACE_INJECT_PATH the\n"
+        "injection library; MEMTRACE_CACHE_DIR where the PyTorch bridge is cached\n"
+        "(default ~/.cache/memtrace).\n";
+
+static void print_summary(const char *path)
+{
+	struct mt_record_summary s;
+	char err[512], a[32], b[32];
+	bool first = true;
+
+	if (access(path, F_OK) != 0) {
+		fprintf(stderr,
+		        "memtrace record: no trace written (the program did not start CUDA)\n");
+		return;
+	}
+	if (mt_record_summarize(path, &s, err, sizeof(err)) < 0) {
+		cli_error("record", "cannot read back %s: %s", path, err);
+		return;
+	}
+	fprintf(stderr, "memtrace record: %s (%s), %zu process%s, capture %s\n", path,
+	        mt_size_format(s.file_bytes, a, sizeof(a)), s.processes,
+	        s.processes == 1 ? "" : "es", s.capture[0] ? s.capture : "unknown");
+	fprintf(stderr, "  events:");
+	for (unsigned k = 1; k <= MT_EVENT_KIND_MAX; k++) {
+		if (!s.events[k])
+			continue;
+		fprintf(stderr, "%s %llu %s", first ? "" : ",", (unsigned long long)s.events[k],
+		        mt_event_kind_name(k));
+		first = false;
+	}
+	fprintf(stderr, "%s\n", first ? " none" : "");
+	fprintf(stderr, "  peak live: %s (%s layer); dropped records: %llu\n",
+	        mt_size_format(s.peak_live, b, sizeof(b)), mt_layer_name(s.peak_layer),
+	        (unsigned long long)s.dropped);
+}
 
 int mt_cmd_record(int argc, char **argv)
 {
-	return cli_not_built("record", "the recorder issue");
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "capture", required_argument, NULL, 'c' },
+		{ "no-kernels", no_argument, NULL, 'k' },
+		{ "sample-ms", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mt_record_options opts = { .capture = MT_CAPTURE_REQUESTS,
+		                          .kernels = true,
+		                          .sample_ms = 50 };
+	struct mt_record_run *run = NULL;
+	char err[1024];
+	uint64_t ms;
+	int c, status = 0, rc;
+
+	opts.self = argv[0];
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			opts.output = optarg;
+			break;
+		case 'c':
+			if (!strcmp(optarg, "requests"))
+				opts.capture = MT_CAPTURE_REQUESTS;
+			else if (!strcmp(optarg, "as-is"))
+				opts.capture = MT_CAPTURE_AS_IS;
+			else
+				return cli_usage_error(
+				        "record", "--capture must be requests or as-is, not '%s'",
+				        optarg);
+			break;
+		case 'k':
+			opts.kernels = false;
+			break;
+		case 's':
+			if ((rc = cli_parse_u64("record", "--sample-ms", optarg, &ms)) !=
+			    CLI_EXIT_OK)
+				return rc;
+			if (ms > 60000)
+				return cli_usage_error("record",
+				                       "--sample-ms must be at most 60000");
+			opts.sample_ms = (unsigned)ms;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return CLI_EXIT_OK;
+		default:
+			return cli_usage_error("record", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("record", "no program to record");
+	if (opts.output && !*opts.output)
+		return cli_usage_error("record", "-o needs a file name");
+	if (mt_record_prepare(&opts, argv + optind, &run, err, sizeof(err)) < 0) {
+		cli_error("record", "%s", err);
+		return CLI_EXIT_FAILURE;
+	}
+	if (mt_record_exec(run, &status, err, sizeof(err)) < 0) {
+		cli_error("record", "%s", err);
+		mt_record_run_free(run);
+		return 127;
+	}
+	if (strstr(mt_record_output(run), "%p"))
+		fprintf(stderr, "memtrace record: one trace per process: %s\n",
+		        mt_record_output(run));
+	else
+		print_summary(mt_record_output(run));
+	mt_record_run_free(run);
+	return status;
 }

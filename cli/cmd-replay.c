@@ -1,9 +1,452 @@
+/* cmd-replay.c — `memtrace replay`: puts a trace's request stream through
+ * allocator policies on the simulated or the real GPU, prints how much
+ * memory each one reserves against the lower bound, and saves the results
+ * (with a decimated series) in the trace's replays table. */
 #include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-replay.h"
+
+#define CMD "replay"
+#define SERIES_POINTS 2000
+#define MAX_POLICIES 64
+
+static volatile int interrupted;
+
+static void on_sigint(int sig)
+{
+	interrupted = 1;
+}
+
+struct outcome {
+	char spec[128];
+	struct mt_replay_result res;
+	uint64_t min_capacity; /* 0 = not asked */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: memtrace replay [TRACE] [--policy NAME[,NAME...]|all] [--backend "
+	        "auto|sim|cuda]\n"
+	        "                       [--limit SIZE] [--find-min-capacity] [--device N] "
+	        "[--json]\n"
+	        "                       [--no-save]\n"
+	        "\n"
+	        "Replays the trace's allocation requests (default %s) through allocator\n"
+	        "policies and reports the memory each reserves against the lower bound\n"
+	        "(requested bytes live at once).\n"
+	        "\n"
+	        "  --policy SPEC,...    policies (default: all); SPEC is NAME or\n"
+	        "                       NAME:key=value,key=value\n"
+	        "  --backend B          sim (simulated device), cuda (real GPU via libcuda) or\n"
+	        "                       auto (cuda when a GPU is present; the default)\n"
+	        "  --limit SIZE         device capacity to replay against (e.g. 24GiB); OOMs are\n"
+	        "                       reported with the largest live allocations\n"
+	        "  --find-min-capacity  smallest capacity on which each policy has no OOM\n"
+	        "  --device N           the trace's device row (memtrace info; default: the first\n"
+	        "                       with allocations); the GPU used is CUDA ordinal 0\n"
+	        "  --json               one JSON object per policy\n"
+	        "  --no-save            do not store results in the trace's replays table\n"
+	        "\n"
+	        "policies:\n",
+	        CLI_DEFAULT_TRACE);
+	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
+		fprintf(f, "  %-11s %s\n", (*p)->name, (*p)->summary);
+}
+
+/* Splits "a,b:k=v,k=v,c" into specs: a token starts a new spec when it has
+ * a ':' or no '='; else it is one more parameter of the spec before it. */
+static int split_policies(const char *arg, char specs[][128], size_t *n)
+{
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "%s", arg);
+	*n = 0;
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		bool param = strchr(tok, '=') && !strchr(tok, ':');
+		if (param && *n) {
+			size_t len = strlen(specs[*n - 1]);
+			snprintf(specs[*n - 1] + len, 128 - len, ",%s", tok);
+			continue;
+		}
+		if (*n == MAX_POLICIES)
+			return -E2BIG;
+		snprintf(specs[(*n)++], 128, "%s", tok);
+	}
+	return 0;
+}
+
+static int expand_all(char specs[][128], size_t *n)
+{
+	*n = 0;
+	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p && *n < MAX_POLICIES; p++)
+		snprintf(specs[(*n)++], 128, "%s", (*p)->name);
+	return 0;
+}
+
+static int check_policy(const char *spec)
+{
+	char name[128], valid[512] = "";
+	snprintf(name, sizeof(name), "%s", spec);
+	name[strcspn(name, ":")] = '\0';
+	if (mt_policy_find(name))
+		return CLI_EXIT_OK;
+	size_t used = 0;
+	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
+		used += (size_t)snprintf(valid + used, sizeof(valid) - used, "%s%s",
+		                         used ? ", " : "", (*p)->name);
+	return cli_usage_error(CMD, "unknown policy '%s' (valid: %s, all)", name, valid);
+}
+
+static int pick_backend(const char *arg, enum mt_backend_kind *kind)
+{
+	if (!strcmp(arg, "sim")) {
+		*kind = MT_BACKEND_SIM;
+		return CLI_EXIT_OK;
+	}
+	if (strcmp(arg, "cuda") && strcmp(arg, "auto"))
+		return cli_usage_error(CMD, "--backend: '%s' is not auto, sim or cuda", arg);
+	struct mt_backend *b = NULL;
+	char err[256];
+	int rc = mt_backend_create(&b, MT_BACKEND_CUDA, 0, 0, err, sizeof(err));
+	mt_backend_destroy(b);
+	if (rc == 0) {
+		*kind = MT_BACKEND_CUDA;
+		return CLI_EXIT_OK;
+	}
+	if (!strcmp(arg, "auto") && rc == -ENODEV) {
+		*kind = MT_BACKEND_SIM;
+		return CLI_EXIT_OK;
+	}
+	cli_error(CMD, "--backend cuda: %s", err);
+	return CLI_EXIT_FAILURE;
+}
+
+static json_t *result_json(const struct outcome *o)
+{
+	const struct mt_replay_result *r = &o->res;
+	json_t *j = json_object();
+	json_object_set_new(j, "policy", json_string(o->spec));
+	json_object_set_new(j, "backend", json_string(r->backend));
+	json_object_set_new(j, "events", json_integer((json_int_t)r->events));
+	json_object_set_new(j, "peak_allocated", json_integer((json_int_t)r->peak_allocated));
+	json_object_set_new(j, "peak_reserved", json_integer((json_int_t)r->peak_reserved));
+	json_object_set_new(j, "fragmentation", json_real(r->fragmentation));
+	json_object_set_new(
+	        j, "driver_calls",
+	        json_pack("{s:I,s:I,s:I,s:I}", "alloc", (json_int_t)r->driver.alloc_calls, "free",
+	                  (json_int_t)r->driver.free_calls, "map", (json_int_t)r->driver.map_calls,
+	                  "unmap", (json_int_t)r->driver.unmap_calls));
+	json_object_set_new(j, "oom_count", json_integer((json_int_t)r->oom_count));
+	if (r->oom_count) {
+		json_t *largest = json_array();
+		for (size_t i = 0; i < MT_REPLAY_OOM_LARGEST && r->first_oom.largest[i]; i++)
+			json_array_append_new(largest,
+			                      json_integer((json_int_t)r->first_oom.largest[i]));
+		json_object_set_new(
+		        j, "first_oom",
+		        json_pack("{s:I,s:I,s:I,s:I,s:o}", "ts", (json_int_t)r->first_oom.ts,
+		                  "request", (json_int_t)r->first_oom.request, "bytes",
+		                  (json_int_t)r->first_oom.bytes, "allocated",
+		                  (json_int_t)r->first_oom.allocated, "largest_live", largest));
+	}
+	if (o->min_capacity)
+		json_object_set_new(j, "min_capacity", json_integer((json_int_t)o->min_capacity));
+	if (!strcmp(r->backend, "cuda"))
+		json_object_set_new(j, "latency_ns",
+		                    json_pack("{s:I,s:I}", "p50", (json_int_t)r->latency_p50_ns,
+		                              "p99", (json_int_t)r->latency_p99_ns));
+	json_object_set_new(j, "seconds", json_real(r->seconds));
+	return j;
+}
+
+static void progress(void *data, uint64_t done, uint64_t total)
+{
+	cli_progress_update(data, done);
+}
+
+/* Replays one policy (and searches its minimum capacity when asked). */
+static int run_one(const struct mt_request_stream *s, struct mt_replay_options *opt, bool find_min,
+                   struct outcome *o)
+{
+	char err[256], what[160];
+	struct cli_progress prog;
+	snprintf(what, sizeof(what), "replay %s", o->spec);
+	cli_progress_start(&prog, what, mt_request_stream_events(s));
+	opt->policy = o->spec;
+	opt->progress = progress;
+	opt->progress_data = &prog;
+	int rc = mt_replay_run(s, opt, &o->res, err, sizeof(err));
+	if (rc == 0 && find_min) {
+		uint64_t hi = o->res.peak_reserved;
+		struct mt_replay_result wide;
+		if (o->res.oom_count) { /* the limit was too small: find a capacity that works */
+			struct mt_replay_options w = *opt;
+			w.capacity = 0;
+			w.series_points = 0;
+			w.measure_latency = false;
+			if ((rc = mt_replay_run(s, &w, &wide, err, sizeof(err))) == 0)
+				hi = wide.peak_reserved;
+			mt_replay_result_release(&wide);
+		}
+		if (rc == 0)
+			rc = mt_replay_find_min_capacity(s, opt, hi, &o->min_capacity, err,
+			                                 sizeof(err));
+	}
+	cli_progress_done(&prog);
+	if (rc == -EINTR || interrupted)
+		cli_error(CMD, "interrupted: all device memory released");
+	else if (rc < 0)
+		cli_error(CMD, "policy %s: %s", o->spec, err);
+	return rc;
+}
+
+static int by_reserved(const void *a, const void *b)
+{
+	const struct outcome *x = a, *y = b;
+	return (x->res.peak_reserved > y->res.peak_reserved) -
+	       (x->res.peak_reserved < y->res.peak_reserved);
+}
+
+static void print_table(struct outcome *o, size_t n, const struct mt_request_stream *s, bool cuda,
+                        bool find_min)
+{
+	char a[32], b[32], c[32];
+	uint64_t bound = mt_request_stream_peak_live(s);
+	int w = 23; /* "lower bound (peak live)" */
+	for (size_t i = 0; i < n; i++)
+		if ((int)strlen(o[i].spec) > w)
+			w = (int)strlen(o[i].spec);
+	qsort(o, n, sizeof(*o), by_reserved);
+	printf("%-*s %-7s %12s %8s %7s %21s %6s", w, "policy", "backend", "peak reserved",
+	       "vs bound", "frag", "driver alloc/free/map", "OOMs");
+	if (find_min)
+		printf(" %12s", "min capacity");
+	if (cuda)
+		printf(" %10s %10s", "p50", "p99");
+	printf(" %8s\n", "seconds");
+	printf("%-*s %-7s %12s %8s\n", w, "lower bound (peak live)", "",
+	       mt_size_format(bound, a, 32), "1.000x");
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_replay_result *r = &o[i].res;
+		char calls[64];
+		snprintf(calls, sizeof(calls), "%llu/%llu/%llu",
+		         (unsigned long long)r->driver.alloc_calls,
+		         (unsigned long long)r->driver.free_calls,
+		         (unsigned long long)r->driver.map_calls);
+		printf("%-*s %-7s %12s %7.3fx %6.1f%% %21s %6llu", w, o[i].spec, r->backend,
+		       mt_size_format(r->peak_reserved, a, 32),
+		       bound ? (double)r->peak_reserved / (double)bound : 0.0,
+		       100.0 * r->fragmentation, calls, (unsigned long long)r->oom_count);
+		if (find_min)
+			printf(" %12s", mt_size_format(o[i].min_capacity, b, 32));
+		if (cuda)
+			printf(" %10s %10s", mt_duration_format(r->latency_p50_ns, b, 32),
+			       mt_duration_format(r->latency_p99_ns, c, 32));
+		printf(" %8.3f\n", r->seconds);
+	}
+}
+
+static void print_ooms(const struct outcome *o, size_t n, const struct mt_request_stream *s,
+                       uint64_t limit)
+{
+	char a[32], b[32], c[32], t[32];
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_replay_result *r = &o[i].res;
+		if (!r->oom_count)
+			continue;
+		const struct mt_replay_oom *f = &r->first_oom;
+		printf("%s: %llu OOM%s at %s; first at +%s: request #%llu of %s with %s live "
+		       "(largest live:",
+		       o[i].spec, (unsigned long long)r->oom_count, r->oom_count > 1 ? "s" : "",
+		       mt_size_format(limit, a, 32),
+		       mt_duration_format(f->ts - mt_request_stream_start(s), t, 32),
+		       (unsigned long long)f->request, mt_size_format(f->bytes, b, 32),
+		       mt_size_format(f->allocated, c, 32));
+		for (size_t k = 0; k < MT_REPLAY_OOM_LARGEST && f->largest[k]; k++)
+			printf("%s %s", k ? "," : "", mt_size_format(f->largest[k], a, 32));
+		printf("%s)\n", f->largest[0] ? "" : " none");
+	}
+}
+
+static int save(const char *path, const struct outcome *o, size_t n,
+                const struct mt_request_stream *s)
+{
+	struct mt_writer *w = mt_writer_new();
+	struct timespec now;
+	int rc = w ? mt_writer_open(w, path, 0) : -ENOMEM;
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char name[128];
+		const char *colon = strchr(o[i].spec, ':');
+		snprintf(name, sizeof(name), "%.*s",
+		         (int)(colon ? (size_t)(colon - o[i].spec) : strlen(o[i].spec)), o[i].spec);
+		json_t *j = result_json(&o[i]);
+		char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+		json_decref(j);
+		struct mt_replay_record rec = {
+			.device = mt_request_stream_device(s),
+			.created_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec,
+			.policy = name,
+			.backend = o[i].res.backend,
+			.params = colon ? colon + 1 : "",
+			.result_json = text ? text : "{}",
+			.series = o[i].res.series,
+			.series_len = o[i].res.series_len,
+		};
+		int64_t id;
+		rc = mt_writer_save_replay(w, &rec, &id);
+		free(text);
+	}
+	if (rc < 0)
+		cli_error(CMD, "cannot save results in %s: %s", path,
+		          w ? mt_writer_message(w) : "out of memory");
+	mt_writer_free(w);
+	return rc < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
 
 int mt_cmd_replay(int argc, char **argv)
 {
-	return cli_not_built("replay", "the replay issue");
+	static const struct option longopts[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "limit", required_argument, NULL, 'l' },
+		{ "find-min-capacity", no_argument, NULL, 'm' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "no-save", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *policy_arg = "all", *backend_arg = "auto";
+	uint64_t limit = 0, device = 0;
+	bool find_min = false, json = false, no_save = false;
+	int c, rc;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			policy_arg = optarg;
+			break;
+		case 'b':
+			backend_arg = optarg;
+			break;
+		case 'l':
+			if ((rc = cli_parse_size(CMD, "--limit", optarg, &limit)) != CLI_EXIT_OK)
+				return rc;
+			if (!limit)
+				return cli_usage_error(CMD, "--limit: must be > 0");
+			break;
+		case 'm':
+			find_min = true;
+			break;
+		case 'd':
+			if ((rc = cli_parse_u64(CMD, "--device", optarg, &device)) != CLI_EXIT_OK)
+				return rc;
+			if (device > UINT32_MAX)
+				return cli_usage_error(CMD, "--device: '%s' is out of range",
+				                       optarg);
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'n':
+			no_save = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return cli_usage_error(CMD, "unknown or incomplete option '%s'",
+			                       argv[optind - 1]);
+		}
+	}
+	if (argc - optind > 1)
+		return cli_usage_error(CMD, "more than one trace given");
+	const char *path = optind < argc ? argv[optind] : CLI_DEFAULT_TRACE;
+
+	static char specs[MAX_POLICIES][128];
+	size_t n;
+	if (!strcmp(policy_arg, "all"))
+		expand_all(specs, &n);
+	else if (split_policies(policy_arg, specs, &n) < 0 || n == 0)
+		return cli_usage_error(CMD, "--policy: bad list '%s'", policy_arg);
+	for (size_t i = 0; i < n; i++)
+		if ((rc = check_policy(specs[i])) != CLI_EXIT_OK)
+			return rc;
+
+	enum mt_backend_kind kind = MT_BACKEND_SIM;
+	if ((rc = pick_backend(backend_arg, &kind)) != CLI_EXIT_OK)
+		return rc;
+
+	struct mt_reader *reader;
+	if ((rc = cli_open_trace(CMD, path, &reader)) != CLI_EXIT_OK)
+		return rc;
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
+	struct mt_request_stream *s = NULL;
+	char err[256];
+	int lrc = mt_request_stream_load(&s, reader, (uint32_t)device, err, sizeof(err));
+	mt_reader_free(reader);
+	if (lrc < 0 || interrupted) {
+		sigaction(SIGINT, &old, NULL);
+		mt_request_stream_free(s);
+		if (interrupted)
+			cli_error(CMD, "interrupted");
+		else
+			cli_error(CMD, "%s", err); /* the reader names the file */
+		return interrupted ? 130 : CLI_EXIT_FAILURE;
+	}
+
+	struct outcome *out = calloc(n, sizeof(*out));
+	struct mt_replay_options opt = { .backend = kind,
+		                         .capacity = limit,
+		                         .series_points = SERIES_POINTS,
+		                         .measure_latency = kind == MT_BACKEND_CUDA,
+		                         .interrupted = &interrupted };
+	rc = out ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+	if (!out)
+		cli_error(CMD, "out of memory");
+	size_t done = 0;
+	for (; out && done < n; done++) {
+		snprintf(out[done].spec, sizeof(out[done].spec), "%s", specs[done]);
+		if (run_one(s, &opt, find_min, &out[done]) < 0) {
+			mt_replay_result_release(&out[done].res);
+			rc = interrupted ? 130 : CLI_EXIT_FAILURE;
+			break;
+		}
+	}
+	sigaction(SIGINT, &old, NULL);
+	if (rc == CLI_EXIT_OK) {
+		if (json) {
+			json_t *arr = json_array();
+			for (size_t i = 0; i < n; i++)
+				json_array_append_new(arr, result_json(&out[i]));
+			rc = cli_print_json(arr);
+		} else {
+			print_table(out, n, s, kind == MT_BACKEND_CUDA, find_min);
+			if (limit)
+				print_ooms(out, n, s, limit);
+		}
+		if (rc == CLI_EXIT_OK && !no_save)
+			rc = save(path, out, n, s);
+	}
+	for (size_t i = 0; out && i < done; i++)
+		mt_replay_result_release(&out[i].res);
+	free(out);
+	mt_request_stream_free(s);
+	return rc;
 }

@@ -285,9 +285,12 @@ int mt_writer_append(struct mt_writer *w, const struct mt_event *ev);
 /* Sets the number of events per chunk (>= 1) for buffers filled from now on. */
 void mt_writer_set_chunk_events(struct mt_writer *w, size_t n);
 
-/* Writes every buffered event as chunks, one transaction per chunk.
- * Returns 0 or a negative errno; on failure the events not written stay
- * buffered. */
+/* Commits every buffered event, one transaction per chunk. A buffer's
+ * chunk stays open after a flush: the next flush replaces that chunk's row
+ * with the longer chunk until it holds the chunk size, so frequent flushes
+ * (the recorder's every ~200 ms) keep every event committed without
+ * shrinking chunks. Returns 0 or a negative errno; on failure the events not
+ * written stay buffered. */
 int mt_writer_flush(struct mt_writer *w);
 
 /* Events appended so far / written into committed chunks. */

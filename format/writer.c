@@ -26,6 +26,8 @@ struct buffer {
 	unsigned kind;
 	struct mt_event *events;
 	size_t n, cap;
+	size_t stored;    /* events[0, stored) are in the open chunk row */
+	int64_t open_row; /* the open chunk's row id, 0 = none yet */
 };
 
 /* Interned string cache: open addressing, power-of-two capacity. */
@@ -37,6 +39,7 @@ struct intern_slot {
 
 enum statement {
 	ST_CHUNK,
+	ST_CHUNK_REPLACE,
 	ST_META,
 	ST_PROCESS,
 	ST_DEVICE_INSERT,
@@ -50,7 +53,10 @@ enum statement {
 static const char *const statement_sql[ST_COUNT] = {
 	[ST_CHUNK] = "INSERT INTO chunks (process, device, kind, first_ts, last_ts, first_seq,"
 	             " count, codec, raw_bytes, layers, blob)"
-	             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[ST_CHUNK_REPLACE] = "UPDATE chunks SET first_ts = ?4, last_ts = ?5, first_seq = ?6,"
+	                     " count = ?7, codec = ?8, raw_bytes = ?9, layers = ?10, blob = ?11"
+	                     " WHERE id = ?12 AND process = ?1 AND device = ?2 AND kind = ?3",
 	[ST_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
 	[ST_PROCESS] = "INSERT INTO processes (parent, pid, start_ns, command_line, hostname)"
 	               " VALUES (?, ?, ?, ?, ?)",
@@ -358,9 +364,14 @@ void mt_writer_set_chunk_events(struct mt_writer *w, size_t n)
 	w->chunk_events = n < 1 ? 1 : n > MT_CHUNK_MAX_EVENTS ? MT_CHUNK_MAX_EVENTS : n;
 }
 
-/* Writes the first `count` events of b as one chunk (one transaction) and
- * drops them from the buffer; on failure the buffer is unchanged. */
-static int write_chunk(struct mt_writer *w, struct buffer *b, size_t count)
+/* Stores the first `count` events of b as the buffer's open chunk, in one
+ * transaction: the first store of a chunk inserts its row, later stores
+ * replace that row with the longer chunk. Periodic flushes thus stay crash
+ * safe (each one commits) while chunks still grow to the full chunk size,
+ * which is what makes them compress well. A chunk of `w->chunk_events`
+ * events is closed: its events leave the buffer and the next store starts a
+ * new row. On failure the buffer and the row are unchanged. */
+static int store_chunk(struct mt_writer *w, struct buffer *b, size_t count)
 {
 	const struct mt_event *e = b->events;
 	uint64_t first_ts = UINT64_MAX, last_ts = 0, first_seq = UINT64_MAX;
@@ -381,7 +392,8 @@ static int write_chunk(struct mt_writer *w, struct buffer *b, size_t count)
 	unsigned kind;
 	uint64_t n, raw_len = 0;
 	mt_chunk_blob_info(blob, blob_len, &kind, &n, &raw_len);
-	sqlite3_stmt *st = w->st[ST_CHUNK];
+	enum statement which = b->open_row ? ST_CHUNK_REPLACE : ST_CHUNK;
+	sqlite3_stmt *st = w->st[which];
 	sqlite3_bind_int64(st, 1, b->process);
 	sqlite3_bind_int64(st, 2, b->device);
 	sqlite3_bind_int64(st, 3, b->kind);
@@ -393,14 +405,26 @@ static int write_chunk(struct mt_writer *w, struct buffer *b, size_t count)
 	sqlite3_bind_int64(st, 9, mt_u64_to_sql(raw_len));
 	sqlite3_bind_int64(st, 10, layers);
 	sqlite3_bind_blob(st, 11, blob, (int)blob_len, SQLITE_STATIC);
-	/* In autocommit mode the INSERT is its own transaction. */
-	err = step(w, ST_CHUNK, "cannot write a chunk", NULL);
+	if (b->open_row)
+		sqlite3_bind_int64(st, 12, b->open_row);
+	/* In autocommit mode the statement is its own transaction. */
+	err = step(w, which, "cannot write a chunk", NULL);
 	free(blob);
+	if (err == 0 && b->open_row && sqlite3_changes(w->db) != 1)
+		err = mt_message(w->message, -EIO, "%s: chunk %lld vanished while being written",
+		                 w->path, (long long)b->open_row);
 	if (err < 0)
 		return err;
-	b->n -= count;
-	memmove(b->events, b->events + count, b->n * sizeof(*b->events));
-	w->written += count;
+	if (!b->open_row)
+		b->open_row = sqlite3_last_insert_rowid(w->db);
+	w->written += count - b->stored;
+	b->stored = count;
+	if (count == w->chunk_events) {
+		b->n -= count;
+		memmove(b->events, b->events + count, b->n * sizeof(*b->events));
+		b->stored = 0;
+		b->open_row = 0;
+	}
 	return 0;
 }
 
@@ -455,7 +479,7 @@ int mt_writer_append(struct mt_writer *w, const struct mt_event *ev)
 	dst->seq = w->next_seq++;
 	w->appended++;
 	if (b->n >= w->chunk_events)
-		return write_chunk(w, b, w->chunk_events);
+		return store_chunk(w, b, w->chunk_events);
 	return 0;
 }
 
@@ -464,8 +488,8 @@ int mt_writer_flush(struct mt_writer *w)
 	int err = check_open(w);
 	for (size_t i = 0; err == 0 && i < w->n_buffers; i++) {
 		struct buffer *b = &w->buffers[i];
-		while (err == 0 && b->n > 0)
-			err = write_chunk(w, b, b->n < w->chunk_events ? b->n : w->chunk_events);
+		while (err == 0 && b->n > b->stored)
+			err = store_chunk(w, b, b->n < w->chunk_events ? b->n : w->chunk_events);
 	}
 	return err;
 }

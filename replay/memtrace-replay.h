@@ -90,6 +90,11 @@ int mt_backend_pool_free(struct mt_backend *b, uint64_t address, uint64_t stream
 /* Releases unused pool memory down to keep_bytes (cuMemPoolTrimTo). */
 int mt_backend_pool_trim(struct mt_backend *b, uint64_t keep_bytes);
 
+/* Free and total device memory: cuda asks the driver (cuMemGetInfo: the
+ * whole GPU, whoever holds it), sim answers capacity minus reserved and
+ * capacity. Lets a caller check that the GPU is left as found. */
+int mt_backend_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes);
+
 /* Message for the backend's last error. */
 const char *mt_backend_message(const struct mt_backend *b);
 
@@ -97,10 +102,14 @@ const char *mt_backend_message(const struct mt_backend *b);
 
 struct mt_policy;
 
-/* A request as the offline planner sees it: the whole lifetime. */
+/* A request as the offline planner sees it: the whole lifetime. start and
+ * end are positions in the replay order (event indices, monotone with
+ * time), not timestamps, so that two requests overlap exactly when they are
+ * live at once during the replay, even when events share a timestamp:
+ * requests a and b overlap iff a.start < b.end && b.start < a.end. */
 struct mt_plan_request {
-	uint64_t start; /* ts of alloc */
-	uint64_t end;   /* ts at which the memory is reusable; UINT64_MAX never freed */
+	uint64_t start; /* position of the alloc */
+	uint64_t end;   /* position of the free (at its reuse time); UINT64_MAX never freed */
 	uint64_t bytes;
 	uint64_t stream;
 };
@@ -185,25 +194,33 @@ struct mt_replay_options {
 	volatile int *interrupted; /* stop early (SIGINT) when *interrupted != 0 */
 };
 
+#define MT_REPLAY_OOM_LARGEST 5
+
 /* One OOM during replay. */
 struct mt_replay_oom {
 	uint64_t ts;
+	uint64_t request;   /* request index (0-based, in alloc order) */
 	uint64_t bytes;
 	uint64_t allocated; /* live bytes at that moment */
 	uint64_t reserved;
+	/* bytes of the largest requests live at that moment, descending, 0-padded */
+	uint64_t largest[MT_REPLAY_OOM_LARGEST];
 };
 
 struct mt_replay_result {
 	char policy[64];
 	char backend[8];
-	uint64_t events;
+	uint64_t events;         /* events replayed: the whole stream unless stopped early */
 	uint64_t peak_allocated; /* lower bound: requested bytes live at once */
 	uint64_t peak_reserved;
-	double fragmentation;    /* 1 - peak_allocated / peak_reserved */
+	double fragmentation;    /* 1 - peak_allocated / peak_reserved (after OOMs: 1 -
+	                            peak of the live bytes served / peak_reserved) */
 	struct mt_backend_stats driver;
 	uint64_t oom_count;
 	struct mt_replay_oom first_oom;
-	uint64_t latency_p50_ns; /* cuda with measure_latency, else 0 */
+	/* host time of the policy's alloc and free calls together, driver
+	 * calls included (measure_latency; meant for cuda), else 0 */
+	uint64_t latency_p50_ns;
 	uint64_t latency_p99_ns;
 	double seconds;          /* wall time of the replay loop */
 	struct mt_series_point *series; /* malloc'd, series_len points */
@@ -215,10 +232,26 @@ struct mt_replay_result {
 struct mt_request_stream;
 
 /* Loads the request layer (or the driver layer when the trace has no
- * requests) of `device` (0 = first device with events). */
+ * requests) of `device` (0 = first device with alloc events): its alloc and
+ * free events in recorded order, paired by (process, address). A free is
+ * applied at its reuse time (ts + reuse_delay), merged into the order; a
+ * free without an alloc is skipped; an alloc never freed stays live to the
+ * end; an alloc at an address still live ends the earlier request there.
+ * Memory: about 40 bytes per request. */
 int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
 			   char *err, size_t errlen);
+/* Builds a stream from alloc/free events given in recorded order (as the
+ * reader yields them), keeping those of `layer`, with the rules of
+ * mt_request_stream_load. For tests, benchmarks and importers. */
+int mt_request_stream_from_events(struct mt_request_stream **out, const struct mt_event *events,
+				  size_t n, unsigned layer, char *err, size_t errlen);
 uint64_t mt_request_stream_events(const struct mt_request_stream *s);
+/* Number of requests (allocations). */
+uint64_t mt_request_stream_requests(const struct mt_request_stream *s);
+/* Timestamp of the first event (0 when empty). */
+uint64_t mt_request_stream_start(const struct mt_request_stream *s);
+/* Peak of requested bytes live at once: the lower bound for any policy. */
+uint64_t mt_request_stream_peak_live(const struct mt_request_stream *s);
 uint32_t mt_request_stream_device(const struct mt_request_stream *s);
 void mt_request_stream_free(struct mt_request_stream *s);
 

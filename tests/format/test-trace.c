@@ -187,6 +187,98 @@ static void sql(const char *path, const char *statement)
 	sqlite3_close(db);
 }
 
+/* Rows of the chunks table as "count,count,..." in id order, and the
+ * first row's id. */
+static void chunk_rows(const char *path, char *out, size_t len, int64_t *first_id)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_prepare_v2(db, "SELECT id, count FROM chunks ORDER BY id", -1, &st, NULL) ==
+	      SQLITE_OK);
+	out[0] = '\0';
+	*first_id = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (!*first_id)
+			*first_id = sqlite3_column_int64(st, 0);
+		snprintf(out + strlen(out), len - strlen(out), "%s%lld", out[0] ? "," : "",
+		         (long long)sqlite3_column_int64(st, 1));
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static void append_samples(struct mt_writer *w, uint64_t from, uint64_t to)
+{
+	for (uint64_t i = from; i < to; i++) {
+		struct mt_event ev = {
+			.kind = MT_EVENT_SAMPLE, .ts = i, .process = 1, .device = 1
+		};
+		ev.sample.used_bytes = i;
+		CHECK(mt_writer_append(w, &ev) == 0);
+	}
+}
+
+/* Events read back, checking that they are 0, 1, 2, ... in order. */
+static uint64_t read_samples(const char *path)
+{
+	struct mt_reader *r = mt_reader_new();
+	struct mt_iter *it;
+	struct mt_event ev;
+	uint64_t n = 0;
+	CHECK(mt_reader_open(r, path) == 0);
+	CHECK(mt_reader_iter(r, NULL, &it) == 0);
+	while (mt_iter_next(it, &ev) == 1) {
+		CHECK(ev.sample.used_bytes == n);
+		n++;
+	}
+	mt_iter_free(it);
+	mt_reader_free(r);
+	return n;
+}
+
+/* Flushes commit every event, yet a chunk keeps growing in its row until it
+ * holds the chunk size: 10, flush, 10 more, flush gives one row of 20 with
+ * the same id; reaching the size of 25 closes that chunk and the rest opens a
+ * new one. A failed replacement keeps both the old row and the buffer. */
+static void open_chunk_grows(const char *path)
+{
+	char rows[64];
+	int64_t id, id_before;
+	remove_trace(path);
+	struct mt_writer *w = mt_writer_new();
+	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	mt_writer_set_chunk_events(w, 25);
+	append_samples(w, 0, 10);
+	CHECK(mt_writer_flush(w) == 0);
+	chunk_rows(path, rows, sizeof(rows), &id_before);
+	CHECK(strcmp(rows, "10") == 0 && read_samples(path) == 10);
+	append_samples(w, 10, 20);
+	CHECK(mt_writer_flush(w) == 0);
+	chunk_rows(path, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "20") == 0 && id == id_before && read_samples(path) == 20);
+	CHECK(mt_writer_flush(w) == 0); /* nothing new: no change */
+	chunk_rows(path, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "20") == 0);
+	append_samples(w, 20, 22);
+	sql(path, "CREATE TRIGGER refuse BEFORE UPDATE ON chunks BEGIN"
+	          " SELECT RAISE(ABORT, 'disk full'); END");
+	CHECK(mt_writer_flush(w) < 0);
+	chunk_rows(path, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "20") == 0 && read_samples(path) == 20);
+	CHECK(mt_writer_events_written(w) == 20);
+	sql(path, "DROP TRIGGER refuse");
+	append_samples(w, 22, 30);
+	chunk_rows(path, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "25") == 0 && id == id_before);
+	CHECK(mt_writer_flush(w) == 0);
+	chunk_rows(path, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "25,5") == 0 && read_samples(path) == 30);
+	CHECK(mt_writer_events_written(w) == 30);
+	mt_writer_free(w);
+	remove_trace(path);
+}
+
 /* A flush that fails (a trigger refuses new chunks, as a full disk would)
  * keeps the events; the next flush writes them. */
 static void failed_flush(const char *path)
@@ -314,6 +406,7 @@ int main(void)
 	mt_iter_free(NULL);
 	remove_trace(path);
 	failed_flush(path);
+	open_chunk_grows(path);
 	printf("trace: ok\n");
 	return 0;
 }

@@ -1,0 +1,109 @@
+/* inject-private.h — the pieces of libmemtrace-inject.so, the library that
+ * CUDA loads into a recorded program through CUDA_INJECTION64_PATH.
+ *
+ * One recorder per process (struct mt_inject, a single global): a trace
+ * writer guarded by one mutex, a queue that cheap producers (the PyTorch
+ * bridge, the sampler) append to, a background thread that samples device
+ * memory and flushes every ~200 ms, and the CUPTI subscriber. Nothing here
+ * may harm the host program: every failure becomes one warning line on
+ * stderr (mt_inject_warn) and the recorder goes quiet.
+ */
+#ifndef MEMTRACE_INJECT_PRIVATE_H
+#define MEMTRACE_INJECT_PRIVATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "memtrace-format.h"
+
+/* Devices a process may see. */
+#define MT_INJECT_MAX_DEVICES 64
+
+struct mt_inject {
+	/* The writer and everything it indexes; lock writer_lock to touch. */
+	pthread_mutex_t writer_lock;
+	struct mt_writer *writer;
+	uint32_t process_row;
+	uint32_t device_rows[MT_INJECT_MAX_DEVICES]; /* CUDA ordinal -> row, 0 = not yet */
+
+	/* Events waiting for the writer (appended by any thread). */
+	pthread_mutex_t queue_lock;
+	struct mt_event *queue;
+	size_t queue_len, queue_cap;
+
+	pid_t pid;           /* the process that opened the writer */
+	atomic_bool enabled; /* false after a fatal recorder failure */
+	atomic_bool warned;  /* the one warning line has been printed */
+	atomic_bool stopping;
+	bool root;    /* no recorded parent process */
+	bool kernels; /* CONCURRENT_KERNEL/MEMCPY/MEMSET wanted */
+	unsigned sample_ms;
+	uint64_t dropped; /* CUPTI records dropped, all buffers */
+	uint64_t untimed; /* kernel/memcpy/memset records without timestamps, skipped */
+	pthread_t thread;
+	bool thread_started;
+};
+
+extern struct mt_inject mt_inject_state;
+
+/* Prints "memtrace: MESSAGE; the program runs on without recording" once per
+ * process and disables recording. Safe from any thread, not from a signal
+ * handler. */
+void mt_inject_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Nanoseconds on CUPTI's clock (cuptiGetTimestamp). */
+uint64_t mt_inject_now(void);
+
+/* ---- sink (inject-sink.c) ---- */
+
+/* Opens the trace named by MEMTRACE_OUTPUT ('%p' becomes the pid), adds this
+ * process's row and the run's meta. Returns 0 or -errno (after warning). */
+int mt_sink_open(void);
+/* Appends an event whose device field holds a CUDA ordinal; called with
+ * writer_lock held. Maps the ordinal to its device row. */
+void mt_sink_append_locked(struct mt_event *ev);
+/* Queues an event (device = CUDA ordinal) from any thread; cheap. */
+void mt_sink_push(const struct mt_event *ev);
+/* Interns a string; writer_lock held. 0 on failure. */
+uint32_t mt_sink_intern_locked(const char *s);
+/* Forces CUPTI's buffers out, drains the queue and commits chunks. */
+void mt_sink_flush(void);
+/* Final flush at exit: closes open ranges, writes meta (dropped records). */
+void mt_sink_close(void);
+/* Starts the sampling/flushing thread and the exit, signal and fork hooks. */
+int mt_sink_start_thread(void);
+/* Sets a meta key (writer_lock taken inside). */
+void mt_sink_set_meta(const char *key, const char *value);
+
+/* ---- CUPTI (inject-activity.c, inject-callbacks.c) ---- */
+
+/* Enables the activity kinds and registers the buffer callbacks. */
+int mt_activity_start(bool kernels);
+/* Emits ranges still open (end unknown); writer_lock held. */
+void mt_activity_close_ranges_locked(void);
+/* Subscribes the allocation-API callbacks; returns 0, or the CUPTI error. */
+int mt_callbacks_start(void);
+/* The API that made the allocation with this correlation id, or 0. */
+unsigned mt_callbacks_api_for(uint32_t correlation);
+
+/* ---- libcuda and NVML, loaded with dlopen (inject-device.c) ---- */
+
+/* Adds the device row for a CUDA ordinal (name, uuid, total, versions);
+ * writer_lock held. Returns the row id or 0. */
+uint32_t mt_device_row_locked(unsigned ordinal);
+/* Free device memory of the current context, or UINT64_MAX if unknown. */
+uint64_t mt_device_free_bytes(void);
+/* Appends a sample event for each device in use (NVML, else cuMemGetInfo). */
+void mt_device_sample(void);
+/* CUPTI's id for a stream handle (0 = the current context's default). */
+uint32_t mt_device_stream_id(uint64_t stream);
+
+/* ---- PyTorch requests (inject-torch.c) ---- */
+
+/* Emits frees still waiting for completion; writer_lock not held. */
+void mt_torch_close(void);
+
+#endif

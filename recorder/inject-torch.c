@@ -1,0 +1,237 @@
+/* inject-torch.c — PyTorch's caching-allocator events as request-layer
+ * events.
+ *
+ * Models: c10::cuda::CUDACachingAllocator's trace-tracker hook
+ * (TraceEntry actions ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC,
+ * SEGMENT_FREE, SEGMENT_MAP, SEGMENT_UNMAP, OOM). recorder/torch-bridge.cpp
+ * attaches to the hook inside the program and calls
+ * memtrace_torch_event() for each entry, under the allocator's own lock.
+ *
+ * - ALLOC: a request-layer alloc (the requested size, the CUPTI stream id).
+ * - FREE_REQUESTED / FREE_COMPLETED: one request-layer free at the time of
+ *   the request, whose reuse_delay is completed - requested (non-zero when
+ *   the block was still in use on another stream, record_stream()).
+ * - SEGMENT_*: the allocator's reserved total changes; kept as pool events
+ *   on pool MT_TORCH_POOL (reserved and allocated bytes after the change).
+ *   The segments themselves already are driver-layer events from CUPTI.
+ * - OOM: a request-layer alloc_failed (free bytes as the allocator saw them).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "inject-private.h"
+#include "memtrace-recorder.h"
+
+/* Actions as the bridge numbers them (its own enum, not c10's). */
+enum torch_action {
+	TORCH_ALLOC = 0,
+	TORCH_FREE_REQUESTED = 1,
+	TORCH_FREE_COMPLETED = 2,
+	TORCH_SEGMENT_ALLOC = 3,
+	TORCH_SEGMENT_FREE = 4,
+	TORCH_SEGMENT_MAP = 5,
+	TORCH_SEGMENT_UNMAP = 6,
+	TORCH_OOM = 7,
+};
+
+/* Exported to the bridge and to recorder/python/sitecustomize.py. */
+void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes,
+                          uint64_t stream);
+void memtrace_set_capture(const char *capture);
+
+#define PENDING_SLOTS 65536 /* frees requested and not yet completed */
+#define STREAM_SLOTS 256
+
+struct pending {
+	uint64_t address; /* 0 = free slot */
+	uint64_t ts;
+	uint64_t bytes;
+	uint64_t stream;
+	int device;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pending pending[PENDING_SLOTS];
+static size_t pending_count;
+static struct {
+	uint64_t handle;
+	uint32_t id;
+	bool used;
+} streams[STREAM_SLOTS];
+static uint64_t reserved[MT_INJECT_MAX_DEVICES];
+static uint64_t allocated[MT_INJECT_MAX_DEVICES];
+
+static size_t slot_of(uint64_t address)
+{
+	return (size_t)((address >> 9) * 0x9e3779b97f4a7c15ull >> 48) % PENDING_SLOTS;
+}
+
+static uint32_t stream_id(uint64_t handle)
+{
+	size_t h = (size_t)(handle * 0x9e3779b97f4a7c15ull >> 56) % STREAM_SLOTS;
+
+	for (size_t i = 0; i < STREAM_SLOTS; i++) {
+		size_t s = (h + i) % STREAM_SLOTS;
+		if (streams[s].used && streams[s].handle == handle)
+			return streams[s].id;
+		if (!streams[s].used) {
+			streams[s].used = true;
+			streams[s].handle = handle;
+			streams[s].id = mt_device_stream_id(handle);
+			return streams[s].id;
+		}
+	}
+	return mt_device_stream_id(handle);
+}
+
+static void emit_free(const struct pending *p, uint64_t completed)
+{
+	struct mt_event ev = { 0 };
+
+	ev.kind = MT_EVENT_FREE;
+	ev.ts = p->ts;
+	ev.device = (uint32_t)p->device;
+	ev.alloc.address = p->address;
+	ev.alloc.bytes = p->bytes;
+	ev.alloc.stream = p->stream;
+	ev.alloc.reuse_delay = completed > p->ts ? completed - p->ts : 0;
+	ev.alloc.layer = MT_LAYER_REQUEST;
+	ev.alloc.mem_kind = MT_MEM_DEVICE;
+	ev.alloc.api = MT_API_TORCH;
+	mt_sink_push(&ev);
+}
+
+static void free_requested(int device, uint64_t address, uint64_t bytes, uint64_t stream,
+                           uint64_t ts)
+{
+	size_t s = slot_of(address);
+
+	if (pending_count >= PENDING_SLOTS / 2) {
+		/* Should not happen; keep the event, lose only its delay. */
+		struct pending p = { address, ts, bytes, stream, device };
+		emit_free(&p, ts);
+		return;
+	}
+	while (pending[s].address)
+		s = (s + 1) % PENDING_SLOTS;
+	pending[s] = (struct pending){ address, ts, bytes, stream, device };
+	pending_count++;
+}
+
+static void free_completed(int device, uint64_t address, uint64_t ts)
+{
+	size_t s = slot_of(address);
+
+	for (size_t n = 0; n < PENDING_SLOTS && pending[s].address; n++) {
+		if (pending[s].address == address && pending[s].device == device) {
+			emit_free(&pending[s], ts);
+			/* backward-shift delete */
+			size_t i = s;
+			pending[i].address = 0;
+			for (size_t j = (i + 1) % PENDING_SLOTS; pending[j].address;
+			     j = (j + 1) % PENDING_SLOTS) {
+				size_t home = slot_of(pending[j].address);
+				if ((j > i && (home <= i || home > j)) ||
+				    (j < i && home <= i && home > j)) {
+					pending[i] = pending[j];
+					pending[j].address = 0;
+					i = j;
+				}
+			}
+			pending_count--;
+			return;
+		}
+		s = (s + 1) % PENDING_SLOTS;
+	}
+}
+
+static void pool_change(int device, int64_t delta, uint64_t ts)
+{
+	struct mt_event ev = { 0 };
+
+	reserved[device] += (uint64_t)delta;
+	ev.kind = MT_EVENT_POOL;
+	ev.ts = ts;
+	ev.device = (uint32_t)device;
+	ev.pool.pool = MT_TORCH_POOL;
+	ev.pool.reserved_bytes = reserved[device];
+	ev.pool.used_bytes = allocated[device];
+	ev.pool.op = delta >= 0 ? MT_POOL_GROW : MT_POOL_TRIM;
+	mt_sink_push(&ev);
+}
+
+__attribute__((visibility("default"))) void
+memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream)
+{
+	struct mt_event ev = { 0 };
+	uint64_t ts;
+
+	if (device < 0 || device >= MT_INJECT_MAX_DEVICES ||
+	    !atomic_load_explicit(&mt_inject_state.enabled, memory_order_relaxed))
+		return;
+	ts = mt_inject_now();
+	pthread_mutex_lock(&lock);
+	switch (action) {
+	case TORCH_ALLOC:
+		ev.kind = MT_EVENT_ALLOC;
+		ev.ts = ts;
+		ev.device = (uint32_t)device;
+		ev.alloc.address = address;
+		ev.alloc.bytes = bytes;
+		ev.alloc.stream = stream_id(stream);
+		ev.alloc.layer = MT_LAYER_REQUEST;
+		ev.alloc.mem_kind = MT_MEM_DEVICE;
+		ev.alloc.api = MT_API_TORCH;
+		allocated[device] += bytes;
+		mt_sink_push(&ev);
+		break;
+	case TORCH_FREE_REQUESTED:
+		allocated[device] -= bytes;
+		free_requested(device, address, bytes, stream_id(stream), ts);
+		break;
+	case TORCH_FREE_COMPLETED:
+		free_completed(device, address, ts);
+		break;
+	case TORCH_SEGMENT_ALLOC:
+	case TORCH_SEGMENT_MAP:
+		pool_change(device, (int64_t)bytes, ts);
+		break;
+	case TORCH_SEGMENT_FREE:
+	case TORCH_SEGMENT_UNMAP:
+		pool_change(device, -(int64_t)bytes, ts);
+		break;
+	case TORCH_OOM:
+		ev.kind = MT_EVENT_ALLOC_FAILED;
+		ev.ts = ts;
+		ev.device = (uint32_t)device;
+		ev.failed.bytes = bytes;
+		ev.failed.free_bytes = address; /* c10 puts free bytes in addr_ */
+		ev.failed.stream = stream_id(stream);
+		ev.failed.error = 2; /* cudaErrorMemoryAllocation */
+		ev.failed.layer = MT_LAYER_REQUEST;
+		ev.failed.api = MT_API_TORCH;
+		mt_sink_push(&ev);
+		break;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* Called by the Python side to say which capture it set up. */
+__attribute__((visibility("default"))) void memtrace_set_capture(const char *capture)
+{
+	mt_sink_set_meta("capture", capture);
+}
+
+void mt_torch_close(void)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < PENDING_SLOTS; i++) {
+		if (pending[i].address) {
+			emit_free(&pending[i], pending[i].ts);
+			pending[i].address = 0;
+		}
+	}
+	pending_count = 0;
+	pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,505 @@
+/* launcher.c — finding the injection library and CUPTI, building the
+ * environment that makes a program record itself, and running it with its
+ * signals forwarded. See memtrace-recorder.h.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "memtrace-recorder.h"
+
+extern char **environ;
+
+struct mt_record_run {
+	char *const *argv;
+	char **env; /* NULL-terminated, owned strings */
+	size_t env_len, env_cap;
+	char output[PATH_MAX];
+};
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Absolute folder of the running binary. */
+static int self_dir(const char *self, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	char *slash;
+
+	if (n > 0) {
+		path[n] = 0;
+	} else if (!self || !realpath(self, path)) {
+		return -ENOENT;
+	}
+	slash = strrchr(path, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = 0;
+	if (strlen(path) >= len)
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	return 0;
+}
+
+int mt_record_find_inject(const char *self, char *buf, size_t len, char *err, size_t errlen)
+{
+	static const char *const rel[] = {
+		"../recorder/libmemtrace-inject.so",
+		"libmemtrace-inject.so",
+		"../lib/memtrace/libmemtrace-inject.so",
+		"../lib64/memtrace/libmemtrace-inject.so",
+		"../lib/x86_64-linux-gnu/memtrace/libmemtrace-inject.so",
+		"../lib/aarch64-linux-gnu/memtrace/libmemtrace-inject.so",
+	};
+	const char *env = getenv("MEMTRACE_INJECT_PATH");
+	char dir[PATH_MAX], cand[PATH_MAX * 2], res[PATH_MAX];
+
+	if (env && *env) {
+		if (!is_file(env) || !realpath(env, buf))
+			return fail(err, errlen, -ENOENT, "MEMTRACE_INJECT_PATH=%s is not a file",
+			            env);
+		return 0;
+	}
+	if (self_dir(self, dir, sizeof(dir)) == 0) {
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(cand, sizeof(cand), "%s/%s", dir, rel[i]);
+			if (is_file(cand) && realpath(cand, res) && strlen(res) < len) {
+				strcpy(buf, res);
+				return 0;
+			}
+		}
+	}
+	return fail(err, errlen, -ENOENT,
+	            "cannot find libmemtrace-inject.so beside the memtrace binary; "
+	            "set MEMTRACE_INJECT_PATH to it");
+}
+
+static int cupti_in(const char *dir, char *buf, size_t len)
+{
+	static const char *const names[] = { "libcupti.so", "libcupti.so.13", "libcupti.so.12" };
+	char cand[PATH_MAX * 2];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", dir, names[i]) >= sizeof(cand))
+			return -ENAMETOOLONG;
+		if (is_file(cand) && strlen(cand) < len) {
+			strcpy(buf, cand);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int cupti_under(const char *root, char *buf, size_t len)
+{
+	static const char *const subs[] = { "extras/CUPTI/lib64", "lib64", "lib",
+		                            "targets/x86_64-linux/lib" };
+	char dir[PATH_MAX * 2];
+
+	if (!root || !*root)
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, subs[i]) >= sizeof(dir))
+			return -ENAMETOOLONG;
+		if (cupti_in(dir, buf, len) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int mt_record_find_cupti(char *buf, size_t len, char *err, size_t errlen)
+{
+	const char *env = getenv("MEMTRACE_CUPTI_PATH");
+	const char *roots[] = { getenv("CUDA_HOME"), getenv("CUDA_PATH"), MT_CUDA_ROOT,
+		                "/usr/local/cuda" };
+	const char *ld = getenv("LD_LIBRARY_PATH");
+
+	if (env && *env) {
+		if (is_file(env) && strlen(env) < len) {
+			strcpy(buf, env);
+			return 0;
+		}
+		if (cupti_in(env, buf, len) == 0 || cupti_under(env, buf, len) == 0)
+			return 0;
+		return fail(err, errlen, -ENOENT, "MEMTRACE_CUPTI_PATH=%s holds no libcupti.so",
+		            env);
+	}
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (cupti_under(roots[i], buf, len) == 0)
+			return 0;
+	if (cupti_in("/usr/lib/x86_64-linux-gnu", buf, len) == 0 ||
+	    cupti_in("/usr/lib64", buf, len) == 0)
+		return 0;
+	if (ld && *ld) {
+		char *copy = strdup(ld), *save = NULL;
+		for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d;
+		     d = strtok_r(NULL, ":", &save)) {
+			if (cupti_in(d, buf, len) == 0) {
+				free(copy);
+				return 0;
+			}
+		}
+		free(copy);
+	}
+	return fail(err, errlen, -ENOENT,
+	            "cannot find CUPTI (libcupti.so); set MEMTRACE_CUPTI_PATH to the folder that "
+	            "holds it (or add it to LD_LIBRARY_PATH)");
+}
+
+static int env_set(struct mt_record_run *run, const char *name, const char *value)
+{
+	size_t nlen = strlen(name);
+	char *entry;
+
+	if (asprintf(&entry, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < run->env_len; i++) {
+		if (!strncmp(run->env[i], name, nlen) && run->env[i][nlen] == '=') {
+			free(run->env[i]);
+			run->env[i] = entry;
+			return 0;
+		}
+	}
+	if (run->env_len + 2 > run->env_cap) {
+		size_t cap = run->env_cap ? run->env_cap * 2 : 64;
+		char **e = realloc(run->env, cap * sizeof(*e));
+		if (!e) {
+			free(entry);
+			return -ENOMEM;
+		}
+		run->env = e;
+		run->env_cap = cap;
+	}
+	run->env[run->env_len++] = entry;
+	run->env[run->env_len] = NULL;
+	return 0;
+}
+
+static const char *env_get(const struct mt_record_run *run, const char *name)
+{
+	size_t nlen = strlen(name);
+
+	for (size_t i = 0; i < run->env_len; i++)
+		if (!strncmp(run->env[i], name, nlen) && run->env[i][nlen] == '=')
+			return run->env[i] + nlen + 1;
+	return NULL;
+}
+
+/* Sets name to "first:old" (prepend) or "old:first" (append). */
+static int env_path_add(struct mt_record_run *run, const char *name, const char *dir, bool prepend)
+{
+	const char *old = env_get(run, name);
+	char *v;
+	int rc;
+
+	if (!old || !*old)
+		return env_set(run, name, dir);
+	if (asprintf(&v, "%s:%s", prepend ? dir : old, prepend ? old : dir) < 0)
+		return -ENOMEM;
+	rc = env_set(run, name, v);
+	free(v);
+	return rc;
+}
+
+/* Is argv[0] a Python interpreter, or a script that runs one (torchrun)? */
+static bool runs_python(const char *prog)
+{
+	const char *base = strrchr(prog, '/');
+	char path[PATH_MAX], head[256];
+	ssize_t n;
+	int fd;
+
+	base = base ? base + 1 : prog;
+	if (!strncmp(base, "python", 6))
+		return true;
+	if (strchr(prog, '/')) {
+		snprintf(path, sizeof(path), "%s", prog);
+	} else {
+		const char *p = getenv("PATH");
+		char *copy = p ? strdup(p) : NULL, *save = NULL;
+		path[0] = 0;
+		for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d;
+		     d = strtok_r(NULL, ":", &save)) {
+			snprintf(path, sizeof(path), "%s/%s", d, prog);
+			if (access(path, X_OK) == 0)
+				break;
+			path[0] = 0;
+		}
+		free(copy);
+	}
+	fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return false;
+	n = read(fd, head, sizeof(head) - 1);
+	close(fd);
+	if (n < 2)
+		return false;
+	head[n] = 0;
+	*strchrnul(head, '\n') = 0;
+	return head[0] == '#' && head[1] == '!' && strstr(head, "python");
+}
+
+static int keep_old(const char *path, char *err, size_t errlen)
+{
+	char old[PATH_MAX + 16], side[PATH_MAX + 16], old_side[PATH_MAX + 32];
+	static const char *const sfx[] = { "-wal", "-shm" };
+
+	if (access(path, F_OK) != 0)
+		return 0;
+	snprintf(old, sizeof(old), "%s.old", path);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(side, sizeof(side), "%s%s", path, sfx[i]);
+		snprintf(old_side, sizeof(old_side), "%s%s", old, sfx[i]);
+		unlink(old_side);
+		if (access(side, F_OK) == 0 && rename(side, old_side) != 0)
+			return fail(err, errlen, -errno, "cannot keep %s as %s: %s", side, old_side,
+			            strerror(errno));
+	}
+	if (rename(path, old) != 0)
+		return fail(err, errlen, -errno, "cannot keep %s as %s: %s", path, old,
+		            strerror(errno));
+	return 0;
+}
+
+static int absolute(const char *path, char *buf, size_t len)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/') {
+		if (strlen(path) >= len)
+			return -ENAMETOOLONG;
+		strcpy(buf, path);
+		return 0;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	if ((size_t)snprintf(buf, len, "%s/%s", cwd, path) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void dirname_of(const char *path, char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, path, n);
+	buf[n] = 0;
+}
+
+static int build_env(struct mt_record_run *run, const struct mt_record_options *opts,
+                     const char *inject, const char *cupti, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], cupti_dir[PATH_MAX], bridge[PATH_MAX * 2], num[32];
+	const char *capture;
+	bool python = false;
+	int rc = 0;
+
+	for (char **e = environ; e && *e && rc == 0; e++) {
+		char *eq = strchr(*e, '=');
+		char name[256];
+		size_t n = eq ? (size_t)(eq - *e) : 0;
+		if (!eq || n >= sizeof(name))
+			continue;
+		memcpy(name, *e, n);
+		name[n] = 0;
+		/* A recording inside a recording starts afresh. */
+		if (!strcmp(name, "MEMTRACE_PARENT_ROW") || !strcmp(name, "MEMTRACE_PARENT_PID"))
+			continue;
+		rc = env_set(run, name, eq + 1);
+	}
+	dirname_of(inject, dir, sizeof(dir));
+	dirname_of(cupti, cupti_dir, sizeof(cupti_dir));
+	snprintf(num, sizeof(num), "%u", opts->sample_ms);
+	if (rc == 0)
+		rc = env_set(run, "CUDA_INJECTION64_PATH", inject);
+	if (rc == 0)
+		rc = env_set(run, "NVTX_INJECTION64_PATH", cupti);
+	if (rc == 0)
+		rc = env_path_add(run, "LD_LIBRARY_PATH", cupti_dir, false);
+	if (rc == 0)
+		rc = env_set(run, "MEMTRACE_OUTPUT", run->output);
+	if (rc == 0)
+		rc = env_set(run, "MEMTRACE_KERNELS", opts->kernels ? "1" : "0");
+	if (rc == 0)
+		rc = env_set(run, "MEMTRACE_SAMPLE_MS", num);
+	if (opts->capture == MT_CAPTURE_AS_IS) {
+		capture = "as-is";
+	} else if ((python = runs_python(run->argv[0]))) {
+		/* sitecustomize.py beside the library attaches the PyTorch bridge
+		 * (or falls back to a driver-level allocator) and says which. */
+		capture = "requests";
+		snprintf(bridge, sizeof(bridge), "%s/python", dir);
+		if (rc == 0)
+			rc = env_path_add(run, "PYTHONPATH", bridge, true);
+		snprintf(bridge, sizeof(bridge), "%s/torch-bridge.cpp", dir);
+		if (rc == 0)
+			rc = env_set(run, "MEMTRACE_TORCH_BRIDGE", bridge);
+	} else {
+		capture = "requests (driver API)";
+	}
+	if (rc == 0)
+		rc = env_set(run, "MEMTRACE_CAPTURE", capture);
+	if (rc == 0) {
+		char *note;
+		if (asprintf(&note,
+		             "CUDA_INJECTION64_PATH=%s NVTX_INJECTION64_PATH=%s "
+		             "LD_LIBRARY_PATH+=%s%s%s%s",
+		             inject, cupti, cupti_dir, python ? " PYTHONPATH+=" : "",
+		             python ? dir : "", python ? "/python" : "") < 0)
+			rc = -ENOMEM;
+		else
+			rc = env_set(run, "MEMTRACE_CAPTURE_ENV", note);
+		if (rc != -ENOMEM)
+			free(note);
+	}
+	if (rc < 0)
+		return fail(err, errlen, rc, "out of memory");
+	return 0;
+}
+
+int mt_record_prepare(const struct mt_record_options *opts, char *const *argv,
+                      struct mt_record_run **out, char *err, size_t errlen)
+{
+	struct mt_record_run *run;
+	char inject[PATH_MAX], cupti[PATH_MAX];
+	int rc;
+
+	*out = NULL;
+	if (!argv || !argv[0])
+		return fail(err, errlen, -EINVAL, "no program to record");
+	run = calloc(1, sizeof(*run));
+	if (!run)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	run->argv = argv;
+	rc = absolute(opts->output ? opts->output : "memtrace.db", run->output,
+	              sizeof(run->output));
+	if (rc < 0) {
+		fail(err, errlen, rc, "output path too long");
+		goto out;
+	}
+	if ((rc = mt_record_find_inject(opts->self, inject, sizeof(inject), err, errlen)) < 0)
+		goto out;
+	if ((rc = mt_record_find_cupti(cupti, sizeof(cupti), err, errlen)) < 0)
+		goto out;
+	if (!strstr(run->output, "%p") && (rc = keep_old(run->output, err, errlen)) < 0)
+		goto out;
+	if ((rc = build_env(run, opts, inject, cupti, err, errlen)) < 0)
+		goto out;
+	*out = run;
+	return 0;
+out:
+	mt_record_run_free(run);
+	return rc;
+}
+
+const char *mt_record_output(const struct mt_record_run *run)
+{
+	return run->output;
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void forward(int sig, siginfo_t *info, void *uctx)
+{
+	(void)uctx;
+	/* A terminal's ^C already reached the whole process group; forward
+	 * only what was sent to us alone (kill, a job scheduler). */
+	if (info && info->si_code == SI_KERNEL)
+		return;
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+int mt_record_exec(struct mt_record_run *run, int *status, char *err, size_t errlen)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa, old[4];
+	int pipefd[2], child_errno = 0, wstatus = 0;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		return fail(err, errlen, -errno, "cannot start %s: %s", run->argv[0],
+		            strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return fail(err, errlen, -e, "cannot start %s: %s", run->argv[0], strerror(e));
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		execvpe(run->argv[0], run->argv, run->env);
+		child_errno = errno;
+		if (write(pipefd[1], &child_errno, sizeof(child_errno)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	child_pid = pid;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < 4; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	n = read(pipefd[0], &child_errno, sizeof(child_errno));
+	close(pipefd[0]);
+	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+		;
+	for (size_t i = 0; i < 4; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	child_pid = 0;
+	if (n == (ssize_t)sizeof(child_errno))
+		return fail(err, errlen, -child_errno, "cannot run %s: %s", run->argv[0],
+		            strerror(child_errno));
+	if (WIFSIGNALED(wstatus))
+		*status = 128 + WTERMSIG(wstatus);
+	else
+		*status = WEXITSTATUS(wstatus);
+	return 0;
+}
+
+void mt_record_run_free(struct mt_record_run *run)
+{
+	if (!run)
+		return;
+	for (size_t i = 0; i < run->env_len; i++)
+		free(run->env[i]);
+	free(run->env);
+	free(run);
+}

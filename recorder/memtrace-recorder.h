@@ -1,0 +1,99 @@
+/* memtrace-recorder.h — recording a CUDA program (`memtrace record`).
+ *
+ * The recorder has two halves. libmemtrace-inject.so is loaded by CUDA into
+ * the recorded program (CUDA_INJECTION64_PATH) and writes its CUPTI records,
+ * failed allocations, device samples and, for PyTorch, the caching
+ * allocator's own requests (recorder/torch-bridge.cpp) into the trace. This
+ * header is the other half, the launcher: it finds the injection library and
+ * CUPTI, builds the environment that makes a program record itself, runs the
+ * program with its signals forwarded, and summarises the trace afterwards.
+ * Nothing here prints or exits; errors are negative errno values with a
+ * one-line message in the caller's buffer.
+ *
+ * Environment understood by the injection library (set by the launcher):
+ *   MEMTRACE_OUTPUT     trace path; '%p' becomes the process id
+ *   MEMTRACE_CAPTURE    capture mode written to meta "capture"
+ *   MEMTRACE_CAPTURE_ENV  the variables the launcher set, for meta
+ *   MEMTRACE_KERNELS    "0" = no kernel, memcpy or memset records
+ *   MEMTRACE_SAMPLE_MS  device-memory sampling period, 0 = none
+ *   MEMTRACE_TORCH_BRIDGE  path of torch-bridge.cpp (requests capture)
+ */
+#ifndef MEMTRACE_RECORDER_H
+#define MEMTRACE_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtrace-format.h"
+
+/* Pool id of the pool events that carry the PyTorch caching allocator's
+ * reserved bytes (reserved_bytes) and allocated bytes (used_bytes) after
+ * each segment alloc/free/map/unmap ("torch" in ASCII). */
+#define MT_TORCH_POOL 0x746f726368ull
+
+enum mt_capture {
+	MT_CAPTURE_REQUESTS = 0, /* framework requests through their hooks */
+	MT_CAPTURE_AS_IS = 1,    /* only what reaches the driver */
+};
+
+struct mt_record_options {
+	const char *output; /* trace path (may hold '%p'); NULL = memtrace.db */
+	unsigned capture;   /* enum mt_capture */
+	bool kernels;       /* kernel, memcpy and memset records */
+	unsigned sample_ms; /* sampling period; 0 = no samples */
+	const char *self;   /* path of the running memtrace binary (argv[0] or
+	                       /proc/self/exe) to find the injection library */
+};
+
+/* Finds libmemtrace-inject.so for the memtrace binary at `self`: beside it
+ * in the build tree (../recorder/), installed (../lib/memtrace/,
+ * ../lib64/memtrace/, ../lib/<triplet>/memtrace/), or MEMTRACE_INJECT_PATH.
+ * Writes its absolute path into buf. Returns 0 or -ENOENT with a message. */
+int mt_record_find_inject(const char *self, char *buf, size_t len, char *err, size_t errlen);
+
+/* Finds the folder holding libcupti.so: MEMTRACE_CUPTI_PATH (file or
+ * folder), CUDA_HOME / CUDA_PATH, the toolkit the build used, /usr/local/cuda,
+ * /usr/lib/x86_64-linux-gnu and the folders of LD_LIBRARY_PATH. Writes the
+ * full path of the library into buf. -ENOENT with a message naming
+ * MEMTRACE_CUPTI_PATH when not found. */
+int mt_record_find_cupti(char *buf, size_t len, char *err, size_t errlen);
+
+/* A prepared run: the environment to start PROG with. */
+struct mt_record_run;
+
+/* Prepares a run: resolves the output path (an existing file is renamed to
+ * FILE.old, its -wal/-shm side files removed), finds the libraries and
+ * builds the environment from `environ`. argv[0] names the program (looked up
+ * in PATH by mt_record_exec). Returns 0 or a negative errno with a message. */
+int mt_record_prepare(const struct mt_record_options *opts, char *const *argv,
+                      struct mt_record_run **run, char *err, size_t errlen);
+
+/* The absolute trace path the run writes ('%p' unexpanded). Owned by run. */
+const char *mt_record_output(const struct mt_record_run *run);
+
+/* Starts the program with the prepared environment, forwards SIGINT,
+ * SIGTERM, SIGHUP and SIGQUIT to it, waits, and stores its exit status the
+ * shell's way in *status (code, or 128 + signal when killed). Returns 0, or
+ * a negative errno when the program could not be started (-ENOENT not found,
+ * -EACCES not executable), with a message. */
+int mt_record_exec(struct mt_record_run *run, int *status, char *err, size_t errlen);
+
+/* Accepts NULL. */
+void mt_record_run_free(struct mt_record_run *run);
+
+/* What `memtrace record` prints after the run, read back from the trace. */
+struct mt_record_summary {
+	uint64_t events[MT_EVENT_KIND_MAX + 1]; /* by kind */
+	uint64_t peak_live;                     /* request layer if present, else driver */
+	unsigned peak_layer;                    /* enum mt_layer of peak_live */
+	uint64_t file_bytes;
+	uint64_t dropped; /* meta dropped_records, summed */
+	size_t processes;
+	char capture[128]; /* meta capture */
+};
+
+/* Reads the summary of a trace. Returns 0 or a negative errno (message). */
+int mt_record_summarize(const char *path, struct mt_record_summary *s, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,210 @@
+"""memtrace request capture for Python programs.
+
+`memtrace record` puts this folder first on PYTHONPATH, so Python imports
+this module at startup. It changes nothing until the program imports a
+framework:
+
+- torch: before torch loads, the PyTorch bridge (torch-bridge.cpp, the path
+  in MEMTRACE_TORCH_BRIDGE) is found in the cache or compiled against this
+  PyTorch in a separate process (torch.utils.cpp_extension; cached per
+  PyTorch version under $MEMTRACE_CACHE_DIR or ~/.cache/memtrace). After
+  torch has loaded, the bridge is attached to the caching allocator's trace
+  hook from torch.cuda's lazy-init queue: after the allocator exists, before
+  the first allocation. If no bridge can be had, PyTorch is switched to
+  backend:cudaMallocAsync so that CUPTI sees every request (slower; said on
+  stderr).
+- jax / tensorflow have no such hook: their platform allocators
+  (XLA_PYTHON_CLIENT_ALLOCATOR=platform, TF_GPU_ALLOCATOR=cuda_malloc_async)
+  are switched on, unless the program chose one, and that is said on stderr.
+
+The capture used goes into MEMTRACE_CAPTURE, which the injection library
+writes into the trace's meta when CUDA starts.
+"""
+
+import ctypes
+import hashlib
+import importlib.abc
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_BRIDGE = {"so": None, "why": ""}
+
+
+def _say(msg):
+    # One line per recorded program; children of a recorded process stay quiet.
+    if not os.environ.get("MEMTRACE_PARENT_ROW"):
+        sys.stderr.write("memtrace: " + msg + "\n")
+        sys.stderr.flush()
+
+
+def _clean_env():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MEMTRACE_") and k not in ("CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH")}
+    path = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != _HERE]
+    env["PYTHONPATH"] = os.pathsep.join(path)
+    return env
+
+
+def _torch_version(spec):
+    for loc in spec.submodule_search_locations or []:
+        try:
+            with open(os.path.join(loc, "version.py")) as f:
+                m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", f.read())
+                if m:
+                    return m.group(1)
+        except OSError:
+            pass
+    return None
+
+
+_BUILD = r"""
+import sys
+import torch.utils.cpp_extension as ce
+ce.load(name="memtrace_torch_bridge", sources=[sys.argv[1]], build_directory=sys.argv[2],
+        with_cuda=True, is_python_module=False, extra_cflags=["-O2"], verbose=False)
+"""
+
+
+def _bridge_for(spec):
+    """Path of the bridge library for this PyTorch, building it if needed."""
+    src = os.environ.get("MEMTRACE_TORCH_BRIDGE", "")
+    version = _torch_version(spec)
+    if not src or not os.path.isfile(src):
+        return None, "torch-bridge.cpp not found"
+    if not version:
+        return None, "cannot tell the PyTorch version"
+    with open(src, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    cache = os.environ.get("MEMTRACE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "memtrace")
+    out = os.path.join(cache, "torch-%s-%s" % (re.sub(r"[^A-Za-z0-9.+_-]", "_", version), digest))
+    so = os.path.join(out, "memtrace_torch_bridge.so")
+    if os.path.isfile(so):
+        return so, ""
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        return None, "cannot create %s (%s)" % (out, e.strerror)
+    _say("building the PyTorch bridge for torch %s (once, cached in %s)" % (version, out))
+    r = subprocess.run([sys.executable, "-c", _BUILD, src, out], env=_clean_env(),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0 or not os.path.isfile(so):
+        last = [l for l in r.stdout.splitlines() if l.strip()][-1:] or ["unknown error"]
+        return None, "building the bridge failed: " + last[0][:200]
+    return so, ""
+
+
+def _torch_fallback(why):
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    if "backend" in conf:
+        os.environ["MEMTRACE_CAPTURE"] = "requests (program's own PyTorch backend)"
+        return
+    os.environ["PYTORCH_CUDA_ALLOC_CONF"] = (conf + "," if conf else "") + "backend:cudaMallocAsync"
+    os.environ["MEMTRACE_CAPTURE"] = "requests (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)"
+    _say("no PyTorch allocator hook (%s): recording requests with "
+         "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, which is slower" % why)
+
+
+def _attach():
+    inject = os.environ.get("CUDA_INJECTION64_PATH", "")
+    try:
+        lib = ctypes.CDLL(inject)
+        bridge = ctypes.CDLL(_BRIDGE["so"])
+        fn = ctypes.cast(lib.memtrace_torch_event, ctypes.c_void_p)
+        bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p]
+        rc = bridge.memtrace_torch_bridge_attach(fn)
+    except OSError as e:
+        rc, lib = -1, None
+        _BRIDGE["why"] = str(e)[:200]
+    if rc != 0:
+        note = "requests (PyTorch allocator hook refused; driver segments only)"
+        _say("PyTorch's allocator refused the hook (%s): only what reaches the driver is "
+             "recorded" % (_BRIDGE["why"] or "another backend?"))
+        if lib is not None:
+            lib.memtrace_set_capture(note.encode())
+
+
+def _torch_loaded(torch):
+    try:
+        torch.cuda._lazy_call(_attach)
+    except Exception as e:  # a PyTorch without lazy init queue
+        _say("cannot attach the PyTorch bridge (%s)" % e)
+
+
+def _prepare_torch(spec):
+    if os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").find("backend:cudaMallocAsync") >= 0:
+        os.environ["MEMTRACE_CAPTURE"] = "requests (program's own PyTorch backend)"
+        return None
+    so, why = _bridge_for(spec)
+    if not so:
+        _torch_fallback(why)
+        return None
+    _BRIDGE["so"] = so
+    os.environ["MEMTRACE_CAPTURE"] = "requests (PyTorch allocator hook)"
+    _say("capturing PyTorch's requests through its allocator hook")
+    return _torch_loaded
+
+
+def _prepare_env_switch(var, value, framework):
+    def prepare(spec):
+        if not os.environ.get(var):
+            os.environ[var] = value
+            _say("%s has no allocator hook: recording its requests with %s=%s" % (framework, var, value))
+        os.environ["MEMTRACE_CAPTURE"] = "requests (%s=%s)" % (var, os.environ[var])
+        return None
+    return prepare
+
+
+_WATCH = {
+    "torch": _prepare_torch,
+    "jax": _prepare_env_switch("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", "JAX"),
+    "tensorflow": _prepare_env_switch("TF_GPU_ALLOCATOR", "cuda_malloc_async", "TensorFlow"),
+}
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        prepare = _WATCH.pop(name, None)
+        if prepare is None:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            if _WATCH:
+                sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        after = prepare(spec)
+        if after is not None and hasattr(spec.loader, "exec_module"):
+            run = spec.loader.exec_module
+
+            def exec_module(module, run=run, after=after):
+                run(module)
+                after(module)
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+def _chain_sitecustomize():
+    """Runs the sitecustomize this one shadows, if there is one."""
+    mod = sys.modules.pop("sitecustomize", None)
+    saved = list(sys.path)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    try:
+        import sitecustomize  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        sys.path[:] = saved
+        if mod is not None:
+            sys.modules["sitecustomize"] = mod
+
+
+if os.environ.get("MEMTRACE_CAPTURE", "requests").startswith("requests"):
+    sys.meta_path.insert(0, _Finder())
+_chain_sitecustomize()

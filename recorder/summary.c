@@ -1,0 +1,57 @@
+/* summary.c — what `memtrace record` prints after a run, read back from the
+ * trace with the format's reader. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "memtrace-recorder.h"
+
+int mt_record_summarize(const char *path, struct mt_record_summary *s, char *err, size_t errlen)
+{
+	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
+	struct mt_query q = { 0 };
+	struct mt_reader *r;
+	struct stat st;
+	const char *v;
+	uint64_t peak_ts = 0;
+	char side[4096];
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	r = mt_reader_new();
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = mt_reader_open(r, path);
+	if (rc == 0)
+		rc = mt_reader_kind_stats(r, &q, stats);
+	if (rc == 0)
+		rc = mt_reader_request_layer(r, &s->peak_layer);
+	if (rc == 0)
+		rc = mt_reader_peak_live(r, &q, s->peak_layer, &s->peak_live, &peak_ts);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s", mt_reader_message(r));
+		mt_reader_free(r);
+		return rc;
+	}
+	for (unsigned k = 0; k <= MT_EVENT_KIND_MAX; k++)
+		s->events[k] = stats[k].events;
+	v = mt_reader_meta(r, "dropped_records");
+	s->dropped = v ? strtoull(v, NULL, 10) : 0;
+	v = mt_reader_meta(r, "capture");
+	snprintf(s->capture, sizeof(s->capture), "%s", v ? v : "");
+	s->processes = mt_reader_process_count(r);
+	mt_reader_free(r);
+	if (stat(path, &st) == 0)
+		s->file_bytes = (uint64_t)st.st_size;
+	snprintf(side, sizeof(side), "%s-wal", path);
+	if (stat(side, &st) == 0)
+		s->file_bytes += (uint64_t)st.st_size;
+	return 0;
+}

@@ -1,0 +1,36 @@
+/* bestfit.c — a textbook bestfit allocator over device segments.
+ *
+ * Models: best fit: the smallest free block that holds the request (lowest address among equals),
+ * as in Knuth, TAOCP vol. 1, 2.5 ("Dynamic Storage Allocation") and Wilson et al., "Dynamic Storage
+ * Allocation: A Survey and Critical Review" (1995), over segments taken from the driver.
+ * Parameters: segment=SIZE (minimum segment; default 0 = each segment is
+ * its first request rounded up to 2 MiB), round=SIZE (request rounding,
+ * default 512 B). Free blocks merge with free neighbours; free segments are
+ * kept until empty_cache or an OOM (free-cache-and-retry). The engine is
+ * shared with the other fit in replay/fit-policy.c.
+ */
+#include "config.h"
+
+#include "fit-policy-private.h"
+
+extern const struct mt_policy_ops mt_policy_bestfit;
+
+static int bestfit_create(struct mt_policy **out, struct mt_backend *b, const char *params,
+                          char *err, size_t errlen)
+{
+	return mt_fit_policy_create(out, &mt_policy_bestfit, MT_ARENA_BEST_FIT, b, params, err,
+	                            errlen);
+}
+
+const struct mt_policy_ops mt_policy_bestfit = {
+	.name = "bestfit",
+	.summary = "best fit over 2 MiB-rounded segments, split and merge",
+	.flags = 0,
+	.create = bestfit_create,
+	.alloc = mt_fit_policy_alloc,
+	.free = mt_fit_policy_free,
+	.empty_cache = mt_fit_policy_empty_cache,
+	.walk = mt_fit_policy_walk,
+	.stats = mt_fit_policy_stats,
+	.destroy = mt_fit_policy_destroy,
+};

@@ -1,0 +1,547 @@
+/* stitch.c — policy `stitch`: GMLake-style virtual memory stitching.
+ *
+ * Models the allocator of "GMLake: Efficient and Transparent GPU Memory
+ * Defragmentation for Large-scale DNN Training with Virtual Memory
+ * Stitching" (Guo et al., ASPLOS 2024), which replaces the large-request
+ * path of PyTorch's caching allocator with blocks of physical 2 MiB chunks
+ * mapped through the CUDA VMM API, and serves a request no single free
+ * block fits by stitching several free blocks' physical chunks into one new
+ * contiguous virtual range. Our model of it:
+ * - physical memory is pages of the backend's granularity (2 MiB), each its
+ *   own handle (mt_backend_mem_create), so blocks can be split and stitched
+ *   at any page boundary;
+ * - a block is a VA reservation (mt_backend_va_reserve) with its pages
+ *   mapped in order; large requests (over 1 MiB) round up to whole pages;
+ * - allocation of n pages on a stream, in the paper's order:
+ *   1. best fit: the smallest free block of the stream with >= n pages; an
+ *      exact fit is used as is, a larger one is split (its tail pages move to
+ *      a new reservation and stay free);
+ *   2. stitch: when no single block fits but the stream's free blocks hold
+ *      >= n pages together, take them largest first (splitting the last one)
+ *      and map their pages into a new reservation of n pages; the blocks they
+ *      came from are unmapped and their reservations freed;
+ *   3. grow: otherwise stitch every free block of the stream with new pages
+ *      for the rest, so new physical memory is only what is missing;
+ *   4. out of memory: free blocks of the other streams and the small pool's
+ *      cache are released (unmapped, pages released) and step 1 retried.
+ * - freed blocks are cached whole (no merging: stitching makes adjacency
+ *   irrelevant); empty_cache releases every free block.
+ * - small requests (<= 1 MiB after PyTorch's rounding) go to an embedded
+ *   `caching` allocator (its small pool: 2 MiB segments), as GMLake keeps
+ *   PyTorch's path for them.
+ *
+ * Where it differs from GMLake: GMLake keeps the primitive blocks (pBlocks)
+ * mapped at their own addresses after stitching and caches the stitched
+ * block (sBlock) for reuse by later requests of the same size; here a
+ * stitched block owns its pages and the pieces' reservations are freed, so
+ * physical memory (what reserved measures) is the same, while map/unmap
+ * counts are higher than GMLake's. Parameters: none. Left out: GMLake's
+ * sBlock cache limits and its small-block handling details.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrmap-private.h"
+#include "block-pool-private.h"
+#include "policy-private.h"
+#include "rbtree-private.h"
+
+extern const struct mt_policy_ops mt_policy_stitch;
+
+/* A VA reservation; blocks split from one block share it. */
+struct vres {
+	uint64_t va, bytes;
+	uint64_t seq;  /* creation number */
+	unsigned refs; /* blocks inside it */
+};
+
+struct vblock {
+	struct mt_rb_node node; /* in the free tree while free */
+	uint64_t stream;
+	uint64_t npages;                    /* pages mapped at va, va + page, ... */
+	uint64_t seq;                       /* its reservation's creation number */
+	uint64_t va;                        /* its first page */
+	struct vblock *prev_all, *next_all; /* every block */
+	struct vres *res;                   /* the reservation it lies in */
+	uint64_t *pages;                    /* their handles */
+	uint64_t requested;
+	bool allocated;
+};
+
+struct stream_pages {
+	uint64_t stream, pages;
+};
+
+struct stitch {
+	struct mt_policy base;
+	struct mt_backend *b;
+	struct mt_policy *small; /* `caching`, for requests <= 1 MiB */
+	uint64_t page;
+	struct mt_rb_tree free_tree;  /* (stream, npages, seq, va) */
+	struct mt_addrmap live;       /* va -> struct vblock * */
+	struct stream_pages *streams; /* free pages per stream (streams are few) */
+	size_t nstreams;
+	struct vblock *all;
+	uint64_t nblocks, pages_held, next_seq;
+	uint64_t allocated, requested, cache_flushes;
+};
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return (a > b) - (a < b);
+}
+
+static const struct vblock *node_vb(const struct mt_rb_node *n)
+{
+	return mt_rb_entry(n, const struct vblock, node);
+}
+
+static struct vblock *vb(struct mt_rb_node *n)
+{
+	return n ? mt_rb_entry(n, struct vblock, node) : NULL;
+}
+
+static int cmp_free(const struct mt_rb_node *a, const struct mt_rb_node *b)
+{
+	const struct vblock *x = node_vb(a), *y = node_vb(b);
+	int c = cmp_u64(x->stream, y->stream);
+
+	if (!c)
+		c = cmp_u64(x->npages, y->npages);
+	if (!c) /* the address, as (reservation creation number, address) */
+		c = cmp_u64(x->seq, y->seq);
+	return c ? c : cmp_u64(x->va, y->va);
+}
+
+/* Searches by a key block (stream, npages and va set). */
+static int key_free(const void *key, const struct mt_rb_node *n)
+{
+	return cmp_free(&((const struct vblock *)key)->node, n);
+}
+
+/* ---- blocks ---- */
+
+/* The free pages of a stream: a slot found by a linear search over the
+ * few streams, added when first needed (NULL: out of host memory). */
+static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
+{
+	struct stream_pages *v;
+
+	for (size_t i = 0; i < p->nstreams; i++)
+		if (p->streams[i].stream == stream)
+			return &p->streams[i];
+	v = realloc(p->streams, (p->nstreams + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	p->streams = v;
+	v[p->nstreams] = (struct stream_pages){ stream, 0 };
+	return &v[p->nstreams++];
+}
+
+/* The free tree, with the free pages of each stream kept alongside (the
+ * stream's slot exists: alloc_large made it before any block of the stream). */
+static void free_insert(struct stitch *p, struct vblock *v)
+{
+	mt_rb_insert(&p->free_tree, &v->node, cmp_free);
+	stream_slot(p, v->stream)->pages += v->npages;
+}
+
+static void free_erase(struct stitch *p, struct vblock *v)
+{
+	mt_rb_erase(&p->free_tree, &v->node);
+	stream_slot(p, v->stream)->pages -= v->npages;
+}
+
+/* Unmaps pages [from, npages) of v; they stay held (the caller moves or
+ * releases them). */
+static int unmap_tail(struct stitch *p, struct vblock *v, uint64_t from)
+{
+	while (v->npages > from) {
+		int rc = mt_backend_unmap(p->b, v->va + (v->npages - 1) * p->page, p->page);
+
+		if (rc < 0)
+			return rc;
+		v->npages--;
+	}
+	return 0;
+}
+
+/* Drops a reference to a reservation, freeing it with the last. */
+static int res_put(struct stitch *p, struct vres *r)
+{
+	int rc = 0;
+
+	if (--r->refs == 0) {
+		rc = mt_backend_va_free(p->b, r->va, r->bytes);
+		free(r);
+	}
+	return rc;
+}
+
+/* A block record for npages already mapped at va inside reservation r. */
+static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t stream,
+                        const uint64_t *handles, uint64_t npages, struct vblock **out)
+{
+	struct vblock *v = calloc(1, sizeof(*v));
+
+	if (!v || !(v->pages = malloc(npages * sizeof(*v->pages)))) {
+		free(v);
+		return -ENOMEM;
+	}
+	memcpy(v->pages, handles, npages * sizeof(*v->pages));
+	v->res = r;
+	v->seq = r->seq;
+	r->refs++;
+	v->va = va;
+	v->npages = npages;
+	v->stream = stream;
+	v->next_all = p->all;
+	if (p->all)
+		p->all->prev_all = v;
+	p->all = v;
+	p->nblocks++;
+	*out = v;
+	return 0;
+}
+
+/* A new block of npages on a fresh reservation, mapping handles (which
+ * the block takes over on success). */
+static int block_new(struct stitch *p, uint64_t stream, const uint64_t *handles, uint64_t npages,
+                     struct vblock **out)
+{
+	struct vres *r = calloc(1, sizeof(*r));
+	uint64_t mapped = 0;
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->bytes = npages * p->page;
+	r->seq = p->next_seq++;
+	rc = mt_backend_va_reserve(p->b, r->bytes, &r->va);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	for (; mapped < npages; mapped++) {
+		rc = mt_backend_map(p->b, r->va + mapped * p->page, p->page, handles[mapped]);
+		if (rc < 0)
+			break;
+	}
+	if (rc == 0)
+		rc = block_record(p, r, r->va, stream, handles, npages, out);
+	if (rc < 0) {
+		while (mapped--)
+			mt_backend_unmap(p->b, r->va + mapped * p->page, p->page);
+		mt_backend_va_free(p->b, r->va, r->bytes);
+		free(r);
+	}
+	return rc;
+}
+
+/* Unmaps v (in no tree) and frees its record, and its reservation with the
+ * last block in it; its pages are not released (they moved to another
+ * block, or were released). */
+static int block_drop(struct stitch *p, struct vblock *v)
+{
+	int rc = unmap_tail(p, v, 0);
+
+	if (rc == 0)
+		rc = res_put(p, v->res);
+	if (rc < 0)
+		return rc;
+	if (v->prev_all)
+		v->prev_all->next_all = v->next_all;
+	else
+		p->all = v->next_all;
+	if (v->next_all)
+		v->next_all->prev_all = v->prev_all;
+	p->nblocks--;
+	free(v->pages);
+	free(v);
+	return 0;
+}
+
+/* Gives v's pages back to the backend and drops it. */
+static int block_release(struct stitch *p, struct vblock *v)
+{
+	uint64_t n = v->npages;
+	int rc = unmap_tail(p, v, 0);
+
+	for (uint64_t i = 0; rc == 0 && i < n; i++)
+		rc = mt_backend_mem_release(p->b, v->pages[i]);
+	if (rc < 0)
+		return rc;
+	p->pages_held -= n;
+	return block_drop(p, v);
+}
+
+/* Splits free block v (in no tree) after keep pages: the tail becomes a new
+ * free block of the same stream, in place (same reservation, no remapping). */
+static int split(struct stitch *p, struct vblock *v, uint64_t keep)
+{
+	struct vblock *t;
+	int rc = block_record(p, v->res, v->va + keep * p->page, v->stream, v->pages + keep,
+	                      v->npages - keep, &t);
+
+	if (rc < 0)
+		return rc;
+	v->npages = keep;
+	free_insert(p, t);
+	return 0;
+}
+
+/* ---- allocation ---- */
+
+static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t *address)
+{
+	int rc = mt_addrmap_put(&p->live, v->va, (uint64_t)(uintptr_t)v);
+
+	if (rc < 0) {
+		free_insert(p, v);
+		return rc;
+	}
+	v->allocated = true;
+	v->requested = requested;
+	p->allocated += v->npages * p->page;
+	p->requested += requested;
+	*address = v->va;
+	return 0;
+}
+
+/* The stream's largest free block (the last of its run in the tree). */
+static struct vblock *largest_free(struct stitch *p, uint64_t stream)
+{
+	struct vblock key = {
+		.stream = stream, .npages = UINT64_MAX, .seq = UINT64_MAX, .va = UINT64_MAX
+	};
+	struct vblock *v = vb(mt_rb_floor(&p->free_tree, &key, key_free));
+
+	return v && v->stream == stream ? v : NULL;
+}
+
+/* Steps 2 and 3: stitches the stream's free blocks, largest first, and
+ * `fresh` new pages into one block of need pages. */
+static int stitch_blocks(struct stitch *p, uint64_t stream, uint64_t need, uint64_t fresh,
+                         struct vblock **out)
+{
+	uint64_t *handles = malloc(need * sizeof(*handles));
+	uint64_t got = 0, created = 0;
+	int rc = 0;
+
+	if (!handles)
+		return -ENOMEM;
+	for (; created < fresh; created++) {
+		rc = mt_backend_mem_create(p->b, p->page, &handles[created]);
+		if (rc < 0)
+			goto undo;
+	}
+	p->pages_held += fresh;
+	got = fresh;
+	while (got < need) {
+		struct vblock *v = largest_free(p, stream);
+		uint64_t use;
+
+		if (!v) { /* the free page count says otherwise */
+			rc = -EFAULT;
+			break;
+		}
+		free_erase(p, v);
+		use = v->npages < need - got ? v->npages : need - got;
+		if (use < v->npages && (rc = split(p, v, use)) < 0)
+			break;
+		memcpy(handles + got, v->pages, use * sizeof(*handles));
+		got += use;
+		if ((rc = block_drop(p, v)) < 0)
+			break;
+	}
+	if (rc == 0)
+		rc = block_new(p, stream, handles, need, out);
+	free(handles);
+	return rc; /* pages of a failed stitch are lost to the model: a backend error */
+undo:
+	while (created--)
+		mt_backend_mem_release(p->b, handles[created]);
+	free(handles);
+	return rc;
+}
+
+/* Releases the free blocks of every stream (all) or of the streams other
+ * than `stream`, and the small pool's cache. */
+static int release_free(struct stitch *p, bool all, uint64_t stream)
+{
+	struct mt_rb_node *n = mt_rb_first(&p->free_tree);
+
+	while (n) {
+		struct vblock *v = vb(n);
+		int rc;
+
+		n = mt_rb_next(n);
+		if (!all && v->stream == stream)
+			continue;
+		free_erase(p, v);
+		rc = block_release(p, v);
+		if (rc < 0)
+			return rc;
+	}
+	return p->small->ops->empty_cache(p->small);
+}
+
+static int alloc_large(struct stitch *p, uint64_t need, uint64_t stream, struct vblock **out)
+{
+	struct vblock key = { .stream = stream, .npages = need };
+	struct vblock *v = vb(mt_rb_lower_bound(&p->free_tree, &key, key_free));
+	struct stream_pages *sp = stream_slot(p, stream);
+	uint64_t free_pages;
+	int rc;
+
+	if (!sp)
+		return -ENOMEM;
+	if (v && v->stream == stream) { /* 1. best fit */
+		free_erase(p, v);
+		if (v->npages > need && (rc = split(p, v, need)) < 0)
+			return rc;
+		*out = v;
+		return 0;
+	}
+	free_pages = sp->pages;
+	if (free_pages >= need) /* 2. stitch */
+		return stitch_blocks(p, stream, need, 0, out);
+	return stitch_blocks(p, stream, need, need - free_pages, out); /* 3. grow */
+}
+
+static int stitch_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, size_t index,
+                        uint64_t *address)
+{
+	struct stitch *p = (struct stitch *)pol;
+	uint64_t need;
+	struct vblock *v;
+	int rc;
+
+	if (bytes <= TORCH_SMALL_SIZE)
+		return p->small->ops->alloc(p->small, bytes, stream, index, address);
+	need = (bytes + p->page - 1) / p->page;
+	rc = alloc_large(p, need, stream, &v);
+	if (rc == -ENOMEM) { /* 4. release other streams' cache and retry */
+		p->cache_flushes++;
+		rc = release_free(p, false, stream);
+		if (rc == 0)
+			rc = alloc_large(p, need, stream, &v);
+	}
+	return rc < 0 ? rc : take(p, v, bytes, address);
+}
+
+static int stitch_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
+{
+	struct stitch *p = (struct stitch *)pol;
+	struct vblock *v;
+	uint64_t val;
+
+	if (!mt_addrmap_remove(&p->live, address, &val))
+		return p->small->ops->free(p->small, address, stream);
+	v = (struct vblock *)(uintptr_t)val;
+	v->allocated = false;
+	p->allocated -= v->npages * p->page;
+	p->requested -= v->requested;
+	free_insert(p, v);
+	return 0;
+}
+
+static int stitch_empty_cache(struct mt_policy *pol)
+{
+	return release_free((struct stitch *)pol, true, 0);
+}
+
+static int stitch_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
+{
+	struct stitch *p = (struct stitch *)pol;
+
+	for (const struct vblock *v = p->all; v; v = v->next_all) {
+		struct mt_policy_block blk = { v->va, v->npages * p->page, v->stream, false };
+		int rc = fn(data, true, &blk);
+
+		blk.allocated = v->allocated;
+		if (rc || (rc = fn(data, false, &blk)))
+			return rc;
+	}
+	return p->small->ops->walk(p->small, fn, data);
+}
+
+static void stitch_stats(struct mt_policy *pol, struct mt_policy_stats *st)
+{
+	struct stitch *p = (struct stitch *)pol;
+	struct mt_rb_node *n = mt_rb_last(&p->free_tree);
+	uint64_t largest = 0;
+
+	p->small->ops->stats(p->small, st);
+	/* the largest free block: the last of each stream's run */
+	while (n) {
+		struct vblock key = { .stream = node_vb(n)->stream };
+
+		if (node_vb(n)->npages * p->page > largest)
+			largest = node_vb(n)->npages * p->page;
+		n = mt_rb_lower_bound(&p->free_tree, &key, key_free);
+		n = n ? mt_rb_prev(n) : NULL;
+	}
+	st->allocated += p->allocated;
+	st->requested += p->requested;
+	st->reserved += p->pages_held * p->page;
+	st->segments += p->nblocks;
+	if (largest > st->largest_free)
+		st->largest_free = largest;
+	st->cache_flushes += p->cache_flushes;
+}
+
+static void stitch_destroy(struct mt_policy *pol)
+{
+	struct stitch *p = (struct stitch *)pol;
+
+	if (!p)
+		return;
+	while (p->all)
+		if (block_release(p, p->all) < 0)
+			break;
+	mt_policy_destroy(p->small);
+	mt_addrmap_release(&p->live);
+	free(p->streams);
+	free(p);
+}
+
+static int stitch_create(struct mt_policy **out, struct mt_backend *b, const char *params,
+                         char *err, size_t errlen)
+{
+	int rc = mt_params_parse("stitch", params, NULL, 0, err, errlen);
+	struct stitch *p;
+
+	if (rc < 0)
+		return rc;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->base.ops = &mt_policy_stitch;
+	p->b = b;
+	p->page = mt_backend_granularity(b);
+	rc = mt_policy_create(&p->small, "caching", b, err, errlen);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	*out = &p->base;
+	return 0;
+}
+
+const struct mt_policy_ops mt_policy_stitch = {
+	.name = "stitch",
+	.summary = "GMLake-style stitching of free 2 MiB VMM pages into new virtual ranges",
+	.flags = MT_POLICY_NEEDS_VMM,
+	.create = stitch_create,
+	.alloc = stitch_alloc,
+	.free = stitch_free,
+	.empty_cache = stitch_empty_cache,
+	.walk = stitch_walk,
+	.stats = stitch_stats,
+	.destroy = stitch_destroy,
+};

@@ -1,0 +1,35 @@
+/* policy-private.h — helpers shared by the policies in replay/policies/:
+ * parameter parsing for specs like "caching:max_split_size=256MiB,
+ * roundup_power2_divisions=4" and the registry's declarations. */
+#ifndef MEMTRACE_POLICY_PRIVATE_H
+#define MEMTRACE_POLICY_PRIVATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtrace-replay.h"
+
+enum mt_param_type {
+	MT_PARAM_SIZE = 0,   /* uint64_t, units accepted (mt_size_parse) */
+	MT_PARAM_UINT = 1,   /* uint64_t, plain integer */
+	MT_PARAM_DOUBLE = 2, /* double */
+};
+
+struct mt_param {
+	const char *key;
+	enum mt_param_type type;
+	void *value; /* uint64_t * or double *, holding the default on entry */
+};
+
+/* Parses "key=value,key=value" (NULL or "" = nothing to set) into the
+ * values of defs[0..n). An unknown key or a malformed value is -EINVAL with
+ * a one-line message naming the policy, the key and the valid keys. */
+int mt_params_parse(const char *policy, const char *params, const struct mt_param *defs, size_t n,
+                    char *err, size_t errlen);
+
+static inline uint64_t mt_round_up(uint64_t x, uint64_t to)
+{
+	return (x + to - 1) / to * to;
+}
+
+#endif /* MEMTRACE_POLICY_PRIVATE_H */

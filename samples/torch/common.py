@@ -1,0 +1,107 @@
+"""Shared by the PyTorch samples: arguments, the timed step loop and the
+JSON sidecar with PyTorch's own memory figures.
+
+Each sample script gives a setup(args) returning a step() callable; run()
+does warm-up steps, times the rest, and writes (with --json PATH):
+
+  torch_max_memory_allocated            torch.cuda.max_memory_allocated() of this run
+  torch_requested_bytes_peak            memory_stats()['requested_bytes.all.peak'] of this run
+  torch_max_memory_reserved_native      torch.cuda.max_memory_reserved() of this run (native allocator)
+  torch_max_memory_reserved_expandable  the same steps in a fresh process with
+                                        PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+  ms_per_step, gpu, torch_version, steps, batch, script
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def parse(description, steps=10, batch=8, extra=None):
+    p = argparse.ArgumentParser(description=description)
+    if extra:
+        extra(p)
+    p.add_argument("--steps", type=int, default=steps, help="timed steps (default %(default)s)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed steps first (default %(default)s)")
+    p.add_argument("--batch", type=int, default=batch, help="batch size (default %(default)s)")
+    p.add_argument("--json", metavar="PATH", help="write the sidecar with PyTorch's figures here")
+    p.add_argument("--no-expandable", action="store_true",
+                   help="skip the second run with expandable_segments:True")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    return p.parse_args()
+
+
+def _clean_env():
+    """The environment without memtrace's recording (the expandable run is not recorded)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MEMTRACE_") and k not in ("CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH")}
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+        if p and not os.path.isfile(os.path.join(p, "sitecustomize.py")))
+    env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    return env
+
+
+def run(args, setup):
+    import torch
+
+    torch.manual_seed(0)
+    step = setup(args)
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t0) * 1000.0 / max(args.steps, 1)
+    stats = torch.cuda.memory_stats()
+    figures = {
+        "torch_max_memory_allocated": torch.cuda.max_memory_allocated(),
+        "torch_requested_bytes_peak": stats.get("requested_bytes.all.peak", 0),
+        "torch_max_memory_reserved_native": torch.cuda.max_memory_reserved(),
+    }
+    if args.child:
+        print(json.dumps(figures))
+        return
+    if not args.no_expandable:
+        argv = [sys.executable, sys.argv[0]] + [a for a in sys.argv[1:]] + ["--child"]
+        argv = _drop_json(argv)
+        r = subprocess.run(argv, env=_clean_env(), stdout=subprocess.PIPE, text=True, check=True)
+        child = json.loads(r.stdout.strip().splitlines()[-1])
+        figures["torch_max_memory_reserved_expandable"] = child["torch_max_memory_reserved_native"]
+    figures.update({
+        "ms_per_step": round(ms, 3),
+        "steps": args.warmup + args.steps,
+        "batch": args.batch,
+        "script": os.path.basename(sys.argv[0]),
+        "gpu": torch.cuda.get_device_name(),
+        "torch_version": torch.__version__,
+        "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+    })
+    print(json.dumps(figures, indent=1))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=1)
+            f.write("\n")
+
+
+def _drop_json(argv):
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--json":
+            skip = True
+            continue
+        if a.startswith("--json="):
+            continue
+        out.append(a)
+    return out

@@ -1,0 +1,112 @@
+"""Reads a trace through trace-dump (tests/recorder/trace-dump.c) into plain
+Python data, and computes the figures the recorder's checks compare with
+PyTorch's own: peak live bytes per layer (from the events, independently of
+the reader's own peak), the same with sizes rounded as PyTorch's caching
+allocator rounds them, the largest reserved total the PyTorch bridge saw,
+and bytes per alloc/free event."""
+import subprocess
+from collections import defaultdict
+
+
+class Trace:
+    def __init__(self, dump, path, events=True):
+        args = [dump] + (["--events"] if events else []) + [path]
+        out = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.rc = out.returncode
+        self.error = out.stderr.strip()
+        self.meta, self.processes, self.devices = {}, [], []
+        self.stats, self.peak, self.events = {}, {}, defaultdict(list)
+        for line in out.stdout.splitlines():
+            f = line.split(" ")
+            tag = f[0]
+            if tag == "meta":
+                self.meta[f[1]] = " ".join(f[2:])
+            elif tag == "process":
+                self.processes.append(dict(id=int(f[1]), parent=int(f[2]), pid=int(f[3])))
+            elif tag == "device":
+                self.devices.append(dict(id=int(f[1]), ordinal=int(f[2]), total=int(f[3]),
+                                         uuid=f[4], name=" ".join(f[5:])))
+            elif tag == "stats":
+                self.stats[f[1]] = dict(events=int(f[2]), chunks=int(f[3]), blob=int(f[4]))
+            elif tag == "peak":
+                self.peak[f[1]] = int(f[2])
+            else:
+                self.events[tag].append(self._event(tag, f))
+
+    @staticmethod
+    def _event(tag, f):
+        e = dict(ts=int(f[1]), seq=int(f[2]), process=int(f[3]), device=int(f[4]))
+        if tag in ("alloc", "free"):
+            e.update(layer=f[5], api=f[6], mem=f[7], addr=int(f[8]), bytes=int(f[9]),
+                     stream=int(f[10]), reuse=int(f[11]))
+        elif tag == "alloc_failed":
+            e.update(layer=f[5], api=f[6], bytes=int(f[7]), free=int(f[8]), error=int(f[9]),
+                     stream=int(f[10]))
+        elif tag == "kernel":
+            e.update(end=int(f[5]), stream=int(f[6]), named=f[7] == "named")
+        elif tag in ("memcpy", "memset"):
+            e.update(end=int(f[5]), bytes=int(f[6]), stream=int(f[7]), copy=int(f[8]))
+        elif tag == "range":
+            e.update(end=int(f[5]), depth=int(f[6]), thread=int(f[7]), name=" ".join(f[8:]))
+        elif tag == "sample":
+            e.update(used=int(f[5]), process_bytes=int(f[6]))
+        elif tag == "pool":
+            e.update(pool=int(f[5]), reserved=int(f[6]), used=int(f[7]), op=int(f[8]))
+        return e
+
+    def allocs(self, layer=None, **match):
+        return [e for e in self.events["alloc"] if (layer is None or e["layer"] == layer)
+                and all(e[k] == v for k, v in match.items())]
+
+    def frees(self, layer=None, **match):
+        return [e for e in self.events["free"] if (layer is None or e["layer"] == layer)
+                and all(e[k] == v for k, v in match.items())]
+
+    def merged(self, layer):
+        """Alloc and free events of one layer in trace order."""
+        ev = [("a", e) for e in self.allocs(layer)] + [("f", e) for e in self.frees(layer)]
+        ev.sort(key=lambda x: (x[1]["ts"], x[1]["process"], x[1]["seq"]))
+        return ev
+
+    def pairing(self, layer):
+        """(pairs, unmatched frees, never freed, size mismatches) by address."""
+        live, pairs, unmatched, mismatched = {}, 0, 0, 0
+        for kind, e in self.merged(layer):
+            key = (e["process"], e["device"], e["addr"])
+            if kind == "a":
+                live[key] = e
+            elif key in live:
+                a = live.pop(key)
+                pairs += 1
+                if e["bytes"] and e["bytes"] != a["bytes"]:
+                    mismatched += 1
+            else:
+                unmatched += 1
+        return pairs, unmatched, len(live), mismatched
+
+    def peak_live(self, layer, rounding=None):
+        live, cur, peak = {}, 0, 0
+        for kind, e in self.merged(layer):
+            key = (e["process"], e["device"], e["addr"])
+            if kind == "a":
+                b = rounding(e["bytes"]) if rounding else e["bytes"]
+                live[key] = b
+                cur += b
+                peak = max(peak, cur)
+            elif key in live:
+                cur -= live.pop(key)
+        return peak
+
+    def torch_reserved_peak(self):
+        torch_pool = 0x746f726368
+        return max([e["reserved"] for e in self.events["pool"] if e["pool"] == torch_pool] or [0])
+
+    def bytes_per_alloc_free(self):
+        n = self.stats.get("alloc", {}).get("events", 0) + self.stats.get("free", {}).get("events", 0)
+        b = self.stats.get("alloc", {}).get("blob", 0) + self.stats.get("free", {}).get("blob", 0)
+        return b / n if n else 0.0
+
+
+def torch_round(n):
+    """PyTorch's caching allocator block size for a request (round_size)."""
+    return 512 if n < 512 else (n + 511) // 512 * 512

@@ -1,0 +1,215 @@
+/* test-driver.c — the request stream (pairing, reuse delays, skipped and
+ * never-freed requests, device and layer selection) and the replay driver
+ * (lower bound, OOM accounting and description, series, minimum capacity,
+ * interruption), on hand-built event lists with hand-worked results. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "memtrace-replay.h"
+
+static struct mt_event ev(unsigned kind, uint64_t ts, uint64_t address, uint64_t bytes)
+{
+	struct mt_event e;
+	memset(&e, 0, sizeof(e));
+	e.kind = (uint8_t)kind;
+	e.ts = ts;
+	e.process = 1;
+	e.device = 1;
+	e.alloc.address = address;
+	e.alloc.bytes = bytes;
+	e.alloc.layer = MT_LAYER_REQUEST;
+	return e;
+}
+
+#define A(ts, addr, bytes) ev(MT_EVENT_ALLOC, ts, addr, bytes)
+#define F(ts, addr) ev(MT_EVENT_FREE, ts, addr, 0)
+
+static struct mt_request_stream *stream(const struct mt_event *e, size_t n)
+{
+	struct mt_request_stream *s = NULL;
+	char err[256];
+	CHECK(mt_request_stream_from_events(&s, e, n, MT_LAYER_REQUEST, err, sizeof(err)) == 0);
+	if (!s)
+		exit(1);
+	return s;
+}
+
+/* A 4 MiB at 10, B 2 MiB at 20, A freed at 30, C 4 MiB at 40, B freed at
+ * 50, C freed at 60. Lower bound 6 MiB (A+B, then B+C). */
+static struct mt_request_stream *abc_stream(void)
+{
+	const struct mt_event abc[] = {
+		A(10, 0x1000, 4 * MiB), A(20, 0x9000000, 2 * MiB), F(30, 0x1000),
+		A(40, 0x1000, 4 * MiB), F(50, 0x9000000),          F(60, 0x1000),
+	};
+	return stream(abc, 6);
+}
+
+static struct mt_replay_result replay(const struct mt_request_stream *s, const char *policy,
+                                      uint64_t capacity, size_t series)
+{
+	struct mt_replay_options o = { .policy = policy,
+		                       .backend = MT_BACKEND_SIM,
+		                       .capacity = capacity,
+		                       .series_points = series };
+	struct mt_replay_result r;
+	char err[256];
+	int rc = mt_replay_run(s, &o, &r, err, sizeof(err));
+	CHECK(rc == 0);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", policy, err);
+	return r;
+}
+
+static void test_stream_rules(void)
+{
+	struct mt_request_stream *s = abc_stream();
+	CHECK(mt_request_stream_events(s) == 6 && mt_request_stream_requests(s) == 3);
+	CHECK(mt_request_stream_peak_live(s) == 6 * MiB);
+	CHECK(mt_request_stream_start(s) == 10);
+	mt_request_stream_free(s);
+
+	/* free of 0x5 never allocated: skipped; 0x2000 never freed: live to the
+	 * end; a driver-layer event: ignored; 0x1000 allocated twice: the
+	 * second ends the first */
+	struct mt_event e[] = { F(5, 0x5),         A(10, 0x1000, 100), A(11, 0x2000, 1000),
+		                A(12, 0x1000, 50), A(13, 0x3000, 7),   F(14, 0x1000) };
+	e[4].alloc.layer = MT_LAYER_DRIVER;
+	s = stream(e, 6);
+	CHECK(mt_request_stream_requests(s) == 3);
+	CHECK(mt_request_stream_events(s) == 5); /* 3 allocs, implicit free, free */
+	CHECK(mt_request_stream_peak_live(s) == 1100);
+	mt_request_stream_free(s);
+
+	/* reuse delay: A (2 MiB) freed at 20 is reusable only at 120, after B
+	 * (50) and before C (130): peak live A + B = 4 MiB */
+	struct mt_event d[] = { A(10, 0x1000, 2 * MiB),  F(20, 0x1000),  A(50, 0x2000, 2 * MiB),
+		                A(130, 0x3000, 1 * MiB), F(140, 0x2000), F(150, 0x3000) };
+	d[1].alloc.reuse_delay = 100;
+	s = stream(d, 6);
+	CHECK(mt_request_stream_peak_live(s) == 4 * MiB);
+	struct mt_replay_result r = replay(s, "bestfit", 0, 0);
+	/* bestfit: A fills a 2 MiB segment, B a second one (A not yet free),
+	 * C goes into A's segment once A's free applies at 120 */
+	CHECK(r.peak_reserved == 4 * MiB);
+	mt_replay_result_release(&r);
+	d[1].alloc.reuse_delay = 200; /* reusable only after C: a third segment */
+	mt_request_stream_free(s);
+	s = stream(d, 6);
+	CHECK(mt_request_stream_peak_live(s) == 5 * MiB);
+	r = replay(s, "bestfit", 0, 0);
+	CHECK(r.peak_reserved == 6 * MiB);
+	mt_replay_result_release(&r);
+	mt_request_stream_free(s);
+}
+
+static void test_replay_metrics(void)
+{
+	struct mt_request_stream *s = abc_stream();
+	struct mt_replay_result r = replay(s, "native", 0, 4);
+	CHECK(r.events == 6 && r.oom_count == 0);
+	CHECK(r.peak_allocated == 6 * MiB && r.peak_reserved == 6 * MiB);
+	CHECK(r.fragmentation == 0.0);
+	CHECK(r.driver.alloc_calls == 3 && r.driver.free_calls == 3);
+	CHECK(!strcmp(r.policy, "native") && !strcmp(r.backend, "sim"));
+	/* max-preserving series: 4 buckets over [10, 60]; the peak survives */
+	uint64_t max_alloc = 0, max_res = 0;
+	CHECK(r.series_len >= 2 && r.series_len <= 4);
+	for (size_t i = 0; i < r.series_len; i++) {
+		if (r.series[i].allocated > max_alloc)
+			max_alloc = r.series[i].allocated;
+		if (r.series[i].reserved > max_res)
+			max_res = r.series[i].reserved;
+		CHECK(i == 0 || r.series[i].ts > r.series[i - 1].ts);
+	}
+	CHECK(max_alloc == 6 * MiB && max_res == 6 * MiB);
+	mt_replay_result_release(&r);
+
+	/* bestfit: A's 4 MiB segment, B's 2 MiB segment, C reuses A's: 6 MiB */
+	r = replay(s, "bestfit", 0, 0);
+	CHECK(r.peak_reserved == 6 * MiB && r.driver.alloc_calls == 2);
+	CHECK(r.series == NULL && r.series_len == 0);
+	mt_replay_result_release(&r);
+
+	/* 5 MiB: B (2 MiB) does not fit beside A: one OOM, B's free skipped */
+	r = replay(s, "native", 5 * MiB, 0);
+	CHECK(r.oom_count == 1 && r.events == 6);
+	CHECK(r.first_oom.ts == 20 && r.first_oom.request == 1 && r.first_oom.bytes == 2 * MiB);
+	CHECK(r.first_oom.allocated == 4 * MiB && r.first_oom.reserved == 4 * MiB);
+	CHECK(r.first_oom.largest[0] == 4 * MiB && r.first_oom.largest[1] == 0);
+	CHECK(r.peak_reserved == 4 * MiB);
+	mt_replay_result_release(&r);
+
+	/* planned reaches the lower bound exactly */
+	r = replay(s, "planned", 0, 0);
+	CHECK(r.peak_reserved == 6 * MiB && r.oom_count == 0);
+	mt_replay_result_release(&r);
+
+	char err[256];
+	struct mt_replay_options o = { .policy = "nosuch", .backend = MT_BACKEND_SIM };
+	CHECK(mt_replay_run(s, &o, &r, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "nosuch") != NULL);
+	mt_replay_result_release(&r);
+	mt_request_stream_free(s);
+}
+
+static void test_min_capacity(void)
+{
+	struct mt_request_stream *s = abc_stream();
+	struct mt_replay_options o = { .policy = "native", .backend = MT_BACKEND_SIM };
+	uint64_t cap = 0;
+	char err[256];
+	CHECK(mt_replay_find_min_capacity(s, &o, 1ull << 30, &cap, err, sizeof(err)) == 0);
+	CHECK(cap == 6 * MiB);
+	/* buddy: A and C take 4 MiB segments, B a 2 MiB one: 6 MiB */
+	o.policy = "buddy";
+	CHECK(mt_replay_find_min_capacity(s, &o, 1ull << 30, &cap, err, sizeof(err)) == 0);
+	CHECK(cap == 6 * MiB);
+	CHECK(mt_replay_find_min_capacity(s, &o, 4 * MiB, &cap, err, sizeof(err)) == -ENOSPC);
+	mt_request_stream_free(s);
+}
+
+static void on_progress(void *data, uint64_t done, uint64_t total)
+{
+	volatile int *stop = data;
+	if (done > 0)
+		*stop = 1;
+}
+
+static void test_interrupt(void)
+{
+	enum { N = 1000 };
+	struct mt_event *e = malloc(2 * N * sizeof(*e));
+	for (size_t i = 0; i < N; i++) {
+		e[2 * i] = A(2 * i, 0x1000, 4096);
+		e[2 * i + 1] = F(2 * i + 1, 0x1000);
+	}
+	struct mt_request_stream *s = stream(e, 2 * N);
+	free(e);
+	volatile int stop = 0;
+	struct mt_replay_options o = { .policy = "native",
+		                       .backend = MT_BACKEND_SIM,
+		                       .progress = on_progress,
+		                       .progress_data = (void *)&stop,
+		                       .interrupted = &stop };
+	struct mt_replay_result r;
+	char err[256];
+	CHECK(mt_replay_run(s, &o, &r, err, sizeof(err)) == -EINTR);
+	CHECK(r.events > 0 && r.events < 2 * N);
+	CHECK(r.driver.reserved == 0); /* released on the way out */
+	mt_replay_result_release(&r);
+	mt_request_stream_free(s);
+}
+
+int main(void)
+{
+	test_stream_rules();
+	test_replay_metrics();
+	test_min_capacity();
+	test_interrupt();
+	return failures ? 1 : 0;
+}
