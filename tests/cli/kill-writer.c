@@ -4,13 +4,13 @@
  *
  * Usage: kill-writer TRACE ROUNDS EVENTS
  * Each round appends EVENTS allocations of 64 KiB, then frees the EVENTS
- * blocks of the round before, then flushes (one alloc chunk and, from the
- * second round, one free chunk, each committed on its own). After ROUNDS
- * rounds it appends EVENTS more allocations without flushing and sends
- * itself SIGKILL. A reader must then find ROUNDS * EVENTS allocs,
- * (ROUNDS - 1) * EVENTS frees and a peak of 2 * EVENTS * 64 KiB live, and
- * nothing of the last, unflushed allocations. Exits 1 with a message if
- * the writer fails before that. */
+ * blocks of the round before, then flushes (each flush commits everything
+ * appended so far). After ROUNDS rounds it appends EVENTS more allocations
+ * without flushing and sends itself SIGKILL. A reader must then find
+ * ROUNDS * EVENTS allocs, (ROUNDS - 1) * EVENTS frees and a peak of
+ * 2 * EVENTS * 64 KiB live, and nothing of the last, unflushed allocations
+ * (the chunk size is above all the events of the run, so only flushes
+ * write). Exits 1 with a message if the writer fails before that. */
 #include "config.h"
 
 #include <signal.h>
@@ -61,7 +61,7 @@ static int run(struct mt_writer *w, const char *path, uint64_t rounds, uint64_t 
 	if (rc || pid != 1 || did != 1)
 		return rc ? rc : -1;
 	/* only explicit flushes write chunks */
-	mt_writer_set_chunk_events(w, 2 * events + 2);
+	mt_writer_set_chunk_events(w, (rounds + 1) * events + 1);
 	for (uint64_t r = 0; r <= rounds; r++) {
 		for (uint64_t i = 0; i < events && !rc; i++)
 			rc = append(w, MT_EVENT_ALLOC, r * events + i, &ts);
