@@ -327,6 +327,13 @@ int mt_cmd_replay(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* Caught from the start: a SIGINT while the trace loads (or earlier)
+	 * also ends in one line and status 130, never in a silent kill. */
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
 	const char *policy_arg = "all", *backend_arg = "auto";
 	uint64_t limit = 0, device = 0;
 	bool find_min = false, json = false, no_save = false;
@@ -392,11 +399,6 @@ int mt_cmd_replay(int argc, char **argv)
 	struct mt_reader *reader;
 	if ((rc = cli_open_trace(CMD, path, &reader)) != CLI_EXIT_OK)
 		return rc;
-	struct sigaction sa, old;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigint;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old);
 	struct mt_request_stream *s = NULL;
 	char err[256];
 	int lrc = mt_request_stream_load(&s, reader, (uint32_t)device, err, sizeof(err));
