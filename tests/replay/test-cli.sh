@@ -69,7 +69,7 @@ check "events untouched, replays added" test "$("$W" --replays "$dir/t.db" | wc 
 "$W" --synth 300000 "$dir/big.db" || exit 1
 "$M" replay "$dir/big.db" --backend sim --policy all >/dev/null 2>"$dir/err" &
 pid=$!
-sleep 1
+sleep 0.3
 kill -INT $pid
 wait $pid
 check "SIGINT exit 130" test $? -eq 130
