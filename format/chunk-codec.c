@@ -996,11 +996,9 @@ static const char *decompress_blob(unsigned kind, const uint8_t *blob, size_t bl
 }
 
 int mt_chunk_decode_why(unsigned kind, const void *blob, size_t blob_len, size_t expected,
-                        uint32_t process, uint32_t device, struct mt_event **events, size_t *n,
-                        const char **why)
+                        uint32_t process, uint32_t device, struct mt_event **events,
+                        size_t *capacity, const char **why)
 {
-	*events = NULL;
-	*n = 0;
 	*why = NULL;
 	if (max_bytes_per_event(kind) == 0) {
 		*why = "unknown kind";
@@ -1020,26 +1018,39 @@ int mt_chunk_decode_why(unsigned kind, const void *blob, size_t blob_len, size_t
 		return -EBADMSG;
 	if (!raw)
 		return -ENOMEM;
-	struct mt_event *e = expected ? malloc(expected * sizeof(*e)) : NULL;
-	if (expected && !e)
-		return -ENOMEM;
+	if (expected > *capacity) {
+		/* a fresh array: the old contents need not be copied */
+		struct mt_event *e = malloc(expected * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		free(*events);
+		*events = e;
+		*capacity = expected;
+	}
 	const struct mt_event proto = { .process = process,
 		                        .device = device,
 		                        .kind = (uint8_t)kind };
-	*why = decode_columns(kind, raw, raw + raw_len, &proto, e, expected, ctx);
-	if (*why) {
-		free(e);
+	*why = decode_columns(kind, raw, raw + raw_len, &proto, *events, expected, ctx);
+	if (*why)
 		return *why == out_of_memory ? -ENOMEM : -EBADMSG;
-	}
-	*events = e;
-	*n = expected;
 	return 0;
 }
 
 int mt_chunk_decode(unsigned kind, const void *blob, size_t blob_len, size_t expected,
                     uint32_t process, uint32_t device, struct mt_event **events, size_t *n)
 {
+	struct mt_event *e = NULL;
+	size_t capacity = 0;
 	const char *why;
-	return mt_chunk_decode_why(kind, blob, blob_len, expected, process, device, events, n,
-	                           &why);
+	int err = mt_chunk_decode_why(kind, blob, blob_len, expected, process, device, &e,
+	                              &capacity, &why);
+	*events = NULL;
+	*n = 0;
+	if (err < 0) {
+		free(e);
+		return err;
+	}
+	*events = e;
+	*n = expected;
+	return 0;
 }

@@ -26,6 +26,7 @@ struct chunk_ref {
 /* The decoded events of an open chunk still to be returned. */
 struct cursor {
 	struct mt_event *events;
+	size_t capacity;
 	size_t pos, end;
 };
 
@@ -36,7 +37,8 @@ struct mt_iter {
 	size_t n_chunks, next_chunk;
 	struct cursor *heap; /* min-heap on the cursors' next events */
 	size_t heap_n;
-	int error; /* sticky: once a chunk is corrupt, every call says so */
+	int error;           /* sticky: once a chunk is corrupt, every call says so */
+	struct cursor spare; /* a finished chunk's array, reused by the next */
 };
 
 static int chunk_cmp(const void *a, const void *b)
@@ -90,6 +92,7 @@ void mt_iter_free(struct mt_iter *it)
 		return;
 	for (size_t i = 0; i < it->heap_n; i++)
 		free(it->heap[i].events);
+	free(it->spare.events);
 	free(it->heap);
 	free(it->chunks);
 	free(it);
@@ -176,22 +179,21 @@ static int open_chunk(struct mt_iter *it, const struct chunk_ref *c, struct curs
 	}
 	const void *blob = sqlite3_column_blob(st, 0);
 	size_t len = (size_t)sqlite3_column_bytes(st, 0);
-	struct mt_event *e;
-	size_t n;
+	size_t n = (size_t)c->count;
 	const char *why;
-	int err = mt_chunk_decode_why(c->kind, blob, len, (size_t)c->count, c->process, c->device,
-	                              &e, &n, &why);
+	int err = mt_chunk_decode_why(c->kind, blob, len, n, c->process, c->device,
+	                              &it->spare.events, &it->spare.capacity, &why);
 	sqlite3_reset(st);
 	if (err == -EBADMSG)
 		return chunk_corrupt(it, c, why);
 	if (err < 0)
 		return mt_message(r->message, err, "%s: cannot decode chunk %lld", r->path,
 		                  (long long)c->id);
-	if (n > 0 && (e[0].ts != c->first_ts || e[n - 1].ts != c->last_ts)) {
-		free(e);
+	const struct mt_event *e = it->spare.events;
+	if (n > 0 && (e[0].ts != c->first_ts || e[n - 1].ts != c->last_ts))
 		return chunk_corrupt(it, c, "timestamps differ from its index row");
-	}
-	cur->events = e;
+	*cur = it->spare;
+	it->spare = (struct cursor){ 0 };
 	cur->pos = lower_bound(e, n, it->q.from);
 	cur->end = it->q.to ? lower_bound(e, n, it->q.to) : n;
 	return 0;
@@ -241,6 +243,19 @@ static void sift_up(struct mt_iter *it, size_t i)
 	}
 }
 
+/* Keeps a finished cursor's array for the next chunk (the larger of it and
+ * the spare one). */
+static void recycle(struct mt_iter *it, struct cursor *done)
+{
+	if (done->capacity > it->spare.capacity) {
+		struct cursor t = it->spare;
+		it->spare = *done;
+		*done = t;
+	}
+	free(done->events);
+	*done = (struct cursor){ 0 };
+}
+
 /* Opens every pending chunk that could hold the next event. */
 static int advance_frontier(struct mt_iter *it)
 {
@@ -257,7 +272,7 @@ static int advance_frontier(struct mt_iter *it)
 			return err;
 		it->next_chunk++;
 		if (cur.pos == cur.end) {
-			free(cur.events);
+			recycle(it, &cur);
 			continue;
 		}
 		it->heap[it->heap_n++] = cur;
@@ -282,7 +297,7 @@ int mt_iter_next(struct mt_iter *it, struct mt_event *ev)
 	struct cursor *top = &it->heap[0];
 	*ev = top->events[top->pos++];
 	if (top->pos == top->end) {
-		free(top->events);
+		recycle(it, top);
 		it->heap[0] = it->heap[--it->heap_n];
 	}
 	/* With one chunk open (the usual case) the heap has nothing to do. */
