@@ -1,12 +1,14 @@
 /* policy-private.h — helpers shared by the policies in replay/policies/:
  * parameter parsing for specs like "caching:max_split_size=256MiB,
- * roundup_power2_divisions=4" and the registry's declarations. */
+ * roundup_power2_divisions=4", the registry's declarations, and the walk
+ * of policies that hold one segment per allocation. */
 #ifndef MEMTRACE_POLICY_PRIVATE_H
 #define MEMTRACE_POLICY_PRIVATE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addrmap-private.h"
 #include "memtrace-replay.h"
 
 enum mt_param_type {
@@ -26,6 +28,11 @@ struct mt_param {
  * a one-line message naming the policy, the key and the valid keys. */
 int mt_params_parse(const char *policy, const char *params, const struct mt_param *defs, size_t n,
                     char *err, size_t errlen);
+
+/* walk for policies whose every live allocation is a segment of its own
+ * (`live` maps address to bytes): each is reported as a segment holding one
+ * allocated block of the same extent. Returns what walk returns. */
+int mt_policy_walk_own_segments(const struct mt_addrmap *live, mt_policy_walk_fn fn, void *data);
 
 static inline uint64_t mt_round_up(uint64_t x, uint64_t to)
 {

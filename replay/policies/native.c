@@ -70,16 +70,7 @@ static int native_empty_cache(struct mt_policy *pol)
 
 static int native_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 {
-	struct native *p = (struct native *)pol;
-	const struct mt_addrmap_slot *s;
-	for (size_t i = 0; mt_addrmap_next(&p->live, &i, &s);) {
-		struct mt_policy_block blk = { s->key, s->value, 0, false };
-		int rc = fn(data, true, &blk);
-		blk.allocated = true;
-		if (rc || (rc = fn(data, false, &blk)))
-			return rc;
-	}
-	return 0;
+	return mt_policy_walk_own_segments(&((struct native *)pol)->live, fn, data);
 }
 
 static void native_stats(struct mt_policy *pol, struct mt_policy_stats *st)
