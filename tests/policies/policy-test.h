@@ -8,21 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "memtrace-replay.h"
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
-
-#define KiB (1ull << 10)
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
 
 struct fixture {
 	struct mt_backend *b;

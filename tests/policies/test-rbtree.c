@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "rbtree-private.h"
 
 #define N 600
@@ -24,15 +25,6 @@ struct item {
 	bool in;
 };
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 static int cmp_items(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {

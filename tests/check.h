@@ -1,7 +1,7 @@
-/* check.h — the replay tests' assertion macro: report and count, so one
- * run shows every failing check; main returns failures ? 1 : 0. */
-#ifndef MEMTRACE_TESTS_REPLAY_CHECK_H
-#define MEMTRACE_TESTS_REPLAY_CHECK_H
+/* check.h — the tests' assertion macro: report and count, so one run shows
+ * every failing check; main returns failures ? 1 : 0. */
+#ifndef MEMTRACE_TESTS_CHECK_H
+#define MEMTRACE_TESTS_CHECK_H
 
 #include <stdio.h>
 
@@ -15,6 +15,8 @@ static int failures;
 		}                                                                                  \
 	} while (0)
 
+#define KiB (1ull << 10)
 #define MiB (1ull << 20)
+#define GiB (1ull << 30)
 
 #endif
