@@ -57,6 +57,10 @@ static void usage(FILE *f)
 	        "  --json               one JSON object per policy\n"
 	        "  --no-save            do not store results in the trace's replays table\n"
 	        "\n"
+	        "calls/iter (driver_calls_per_iteration in --json): driver calls per step of\n"
+	        "a training loop, where steps start with the trace's most frequent outermost\n"
+	        "NVTX range (at least 3); the first step is left out. Shown when known.\n"
+	        "\n"
 	        "policies:\n",
 	        CLI_DEFAULT_TRACE);
 	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
@@ -146,6 +150,9 @@ static json_t *result_json(const struct outcome *o)
 	        json_pack("{s:I,s:I,s:I,s:I}", "alloc", (json_int_t)r->driver.alloc_calls, "free",
 	                  (json_int_t)r->driver.free_calls, "map", (json_int_t)r->driver.map_calls,
 	                  "unmap", (json_int_t)r->driver.unmap_calls));
+	json_object_set_new(j, "driver_calls_per_iteration",
+	                    r->steady_iterations ? json_real(r->calls_per_iteration) : json_null());
+	json_object_set_new(j, "steady_iterations", json_integer((json_int_t)r->steady_iterations));
 	json_object_set_new(j, "oom_count", json_integer((json_int_t)r->oom_count));
 	if (r->oom_count) {
 		json_t *largest = json_array();
@@ -226,9 +233,14 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 	for (size_t i = 0; i < n; i++)
 		if ((int)strlen(o[i].spec) > w)
 			w = (int)strlen(o[i].spec);
+	bool iterations = false; /* the trace has steps (outermost NVTX ranges) */
+	for (size_t i = 0; i < n; i++)
+		iterations |= o[i].res.steady_iterations > 0;
 	qsort(o, n, sizeof(*o), by_reserved);
 	printf("%-*s %-7s %12s %8s %7s %21s %6s", w, "policy", "backend", "peak reserved",
 	       "vs bound", "frag", "driver alloc/free/map", "OOMs");
+	if (iterations)
+		printf(" %10s", "calls/iter");
 	if (find_min)
 		printf(" %12s", "min capacity");
 	if (cuda)
@@ -247,6 +259,8 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 		       mt_size_format(r->peak_reserved, a, 32),
 		       bound ? (double)r->peak_reserved / (double)bound : 0.0,
 		       100.0 * r->fragmentation, calls, (unsigned long long)r->oom_count);
+		if (iterations)
+			printf(" %10.1f", r->calls_per_iteration);
 		if (find_min)
 			printf(" %12s", mt_size_format(o[i].min_capacity, b, 32));
 		if (cuda)

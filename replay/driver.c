@@ -95,7 +95,9 @@ struct run {
 	uint32_t *lat;   /* latency samples (ns) when measured */
 	size_t nlat;
 	struct mt_series series;
-	uint64_t peak_live; /* live bytes actually served (less than the bound after OOMs) */
+	uint64_t peak_live;        /* live bytes actually served (less than the bound after OOMs) */
+	uint64_t *iteration_calls; /* driver calls made before each iteration start */
+	size_t next_iteration;
 	char *err;
 	size_t errlen;
 };
@@ -107,6 +109,34 @@ static int fail(struct run *r, int rc, size_t i, const char *what)
 	snprintf(r->err, r->errlen, "%s at event %zu: %s", what, i,
 	         m[0] ? m : strerror(rc < 0 ? -rc : rc));
 	return rc;
+}
+
+static uint64_t driver_calls(const struct mt_backend *b)
+{
+	struct mt_backend_stats st;
+	mt_backend_get_stats(b, &st);
+	return st.alloc_calls + st.free_calls + st.map_calls + st.unmap_calls;
+}
+
+/* Notes the driver calls made so far at every iteration start up to ts. */
+static void mark_iterations(struct run *r, uint64_t ts)
+{
+	const struct mt_request_stream *s = r->s;
+	while (r->next_iteration < s->iterations && ts >= s->iteration_ts[r->next_iteration])
+		r->iteration_calls[r->next_iteration++] = driver_calls(r->b);
+}
+
+/* Calls per iteration between the second iteration start and the last
+ * one reached (the first iteration fills the caches). */
+static void steady_state(struct run *r)
+{
+	mark_iterations(r, UINT64_MAX);
+	size_t n = r->next_iteration;
+	if (n < 3)
+		return;
+	r->res->steady_iterations = n - 2;
+	r->res->calls_per_iteration =
+	        (double)(r->iteration_calls[n - 1] - r->iteration_calls[1]) / (double)(n - 2);
 }
 
 static int loop(struct run *r)
@@ -127,6 +157,8 @@ static int loop(struct run *r)
 			if (r->opt->interrupted && *r->opt->interrupted)
 				return fail(r, -EINTR, i, "interrupted");
 		}
+		if (r->iteration_calls)
+			mark_iterations(r, event_ts(s, c));
 		if (timed)
 			t0 = now_ns();
 		if (!MT_EVENT_IS_FREE(c)) {
@@ -161,6 +193,8 @@ static int loop(struct run *r)
 			              mt_backend_reserved_now(r->b));
 	}
 	r->res->events = s->nevents;
+	if (r->iteration_calls)
+		steady_state(r);
 	if (r->opt->progress)
 		r->opt->progress(r->opt->progress_data, s->nevents, s->nevents);
 	return 0;
@@ -178,6 +212,8 @@ static int setup(struct run *r)
 		return rc;
 	if ((rc = mt_policy_create(&r->p, opt->policy, r->b, r->err, r->errlen)) < 0)
 		return rc;
+	if (s->iterations && !(r->iteration_calls = malloc(s->iterations * sizeof(uint64_t))))
+		return -ENOMEM;
 	r->req = malloc((s->requests ? s->requests : 1) * sizeof(*r->req));
 	if (!r->req)
 		return -ENOMEM;
@@ -232,6 +268,7 @@ int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_opti
 	mt_series_release(&r.series);
 	free(r.lat);
 	free(r.req);
+	free(r.iteration_calls);
 	return rc;
 }
 

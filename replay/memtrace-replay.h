@@ -52,7 +52,7 @@ struct mt_backend_stats {
  * emulated on a larger one. Returns 0, -ENODEV (cuda: no driver or GPU), or
  * another negative errno; *out is set only on success. */
 int mt_backend_create(struct mt_backend **out, enum mt_backend_kind kind, unsigned ordinal,
-		      uint64_t capacity, char *err, size_t errlen);
+                      uint64_t capacity, char *err, size_t errlen);
 
 /* Releases everything the backend still holds (memory, handles, VA
  * reservations, pools) and frees it. Accepts NULL. */
@@ -84,8 +84,7 @@ int mt_backend_unmap(struct mt_backend *b, uint64_t va, uint64_t bytes);
 /* Stream-ordered pool (cudaMallocAsync semantics on the device's default
  * pool with release threshold = capacity). sim approximates the driver's
  * pool; see replay/backend-sim.c. */
-int mt_backend_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream,
-			  uint64_t *address);
+int mt_backend_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream, uint64_t *address);
 int mt_backend_pool_free(struct mt_backend *b, uint64_t address, uint64_t stream);
 /* Releases unused pool memory down to keep_bytes (cuMemPoolTrimTo). */
 int mt_backend_pool_trim(struct mt_backend *b, uint64_t keep_bytes);
@@ -128,18 +127,18 @@ struct mt_policy_block {
 typedef int (*mt_policy_walk_fn)(void *data, bool is_segment, const struct mt_policy_block *blk);
 
 struct mt_policy_stats {
-	uint64_t allocated;     /* bytes handed to the program (as the policy rounds them) */
-	uint64_t requested;     /* bytes the program asked for */
-	uint64_t reserved;      /* bytes held from the backend */
+	uint64_t allocated; /* bytes handed to the program (as the policy rounds them) */
+	uint64_t requested; /* bytes the program asked for */
+	uint64_t reserved;  /* bytes held from the backend */
 	uint64_t segments;
 	uint64_t largest_free;  /* largest free block inside held segments */
 	uint64_t cache_flushes; /* free-cache-and-retry episodes */
 };
 
 enum mt_policy_flags {
-	MT_POLICY_OFFLINE = 1u << 0,   /* needs plan() with every lifetime first */
-	MT_POLICY_NEEDS_VMM = 1u << 1, /* uses va_reserve/mem_create/map */
-	MT_POLICY_POOL = 1u << 2,      /* uses the stream-ordered pool */
+	MT_POLICY_OFFLINE = 1u << 0,    /* needs plan() with every lifetime first */
+	MT_POLICY_NEEDS_VMM = 1u << 1,  /* uses va_reserve/mem_create/map */
+	MT_POLICY_POOL = 1u << 2,       /* uses the stream-ordered pool */
 	MT_POLICY_SIM_APPROX = 1u << 3, /* sim result is a documented approximation */
 };
 
@@ -151,11 +150,11 @@ struct mt_policy_ops {
 	unsigned flags;      /* enum mt_policy_flags */
 	/* params: "key=value,key=value" or NULL; sizes accept units. */
 	int (*create)(struct mt_policy **out, struct mt_backend *b, const char *params, char *err,
-		      size_t errlen);
+	              size_t errlen);
 	int (*plan)(struct mt_policy *p, const struct mt_plan_request *reqs, size_t n);
 	/* request index i of the plan (offline policies), else ignored */
 	int (*alloc)(struct mt_policy *p, uint64_t bytes, uint64_t stream, size_t request_index,
-		     uint64_t *address);
+	             uint64_t *address);
 	int (*free)(struct mt_policy *p, uint64_t address, uint64_t stream);
 	int (*empty_cache)(struct mt_policy *p);
 	int (*walk)(struct mt_policy *p, mt_policy_walk_fn fn, void *data);
@@ -174,20 +173,20 @@ const struct mt_policy_ops *mt_policy_find(const char *name);
 
 /* Creates a policy from a spec "NAME" or "NAME:key=value,key=value". */
 int mt_policy_create(struct mt_policy **out, const char *spec, struct mt_backend *b, char *err,
-		     size_t errlen);
+                     size_t errlen);
 /* Destroys (releasing its memory through the backend). Accepts NULL. */
 void mt_policy_destroy(struct mt_policy *p);
 
 /* ---- replay driver --------------------------------------------------------- */
 
 struct mt_replay_options {
-	const char *policy;        /* spec, as for mt_policy_create */
+	const char *policy; /* spec, as for mt_policy_create */
 	enum mt_backend_kind backend;
-	unsigned ordinal;          /* cuda device ordinal */
-	uint64_t capacity;         /* 0: sim = unlimited (UINT64_MAX / 2), cuda = device total */
-	uint32_t device;           /* trace device row id to replay; 0 = the first with events */
-	size_t series_points;      /* decimated series length to keep (0 = none) */
-	bool measure_latency;      /* time each alloc/free (cuda) */
+	unsigned ordinal;     /* cuda device ordinal */
+	uint64_t capacity;    /* 0: sim = unlimited (UINT64_MAX / 2), cuda = device total */
+	uint32_t device;      /* trace device row id to replay; 0 = the first with events */
+	size_t series_points; /* decimated series length to keep (0 = none) */
+	bool measure_latency; /* time each alloc/free (cuda) */
 	/* called every ~1% of events when set */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;
@@ -199,7 +198,7 @@ struct mt_replay_options {
 /* One OOM during replay. */
 struct mt_replay_oom {
 	uint64_t ts;
-	uint64_t request;   /* request index (0-based, in alloc order) */
+	uint64_t request; /* request index (0-based, in alloc order) */
 	uint64_t bytes;
 	uint64_t allocated; /* live bytes at that moment */
 	uint64_t reserved;
@@ -213,8 +212,8 @@ struct mt_replay_result {
 	uint64_t events;         /* events replayed: the whole stream unless stopped early */
 	uint64_t peak_allocated; /* lower bound: requested bytes live at once */
 	uint64_t peak_reserved;
-	double fragmentation;    /* 1 - peak_allocated / peak_reserved (after OOMs: 1 -
-	                            peak of the live bytes served / peak_reserved) */
+	double fragmentation; /* 1 - peak_allocated / peak_reserved (after OOMs: 1 -
+	                         peak of the live bytes served / peak_reserved) */
 	struct mt_backend_stats driver;
 	uint64_t oom_count;
 	struct mt_replay_oom first_oom;
@@ -222,7 +221,13 @@ struct mt_replay_result {
 	 * calls included (measure_latency; meant for cuda), else 0 */
 	uint64_t latency_p50_ns;
 	uint64_t latency_p99_ns;
-	double seconds;          /* wall time of the replay loop */
+	double seconds; /* wall time of the replay loop */
+	/* Driver calls (alloc + free + map + unmap) per steady-state iteration:
+	 * iterations start where the trace's most frequent outermost NVTX range
+	 * starts (at least 3 of them); the first iteration (caches filling) is
+	 * left out. steady_iterations = 0 when the trace has no such ranges. */
+	double calls_per_iteration;
+	uint64_t steady_iterations;
 	struct mt_series_point *series; /* malloc'd, series_len points */
 	size_t series_len;
 };
@@ -237,14 +242,15 @@ struct mt_request_stream;
  * applied at its reuse time (ts + reuse_delay), merged into the order; a
  * free without an alloc is skipped; an alloc never freed stays live to the
  * end; an alloc at an address still live ends the earlier request there.
- * Memory: about 40 bytes per request. */
+ * Also loads the iteration starts (see calls_per_iteration). Memory: about
+ * 40 bytes per request. */
 int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
-			   char *err, size_t errlen);
+                           char *err, size_t errlen);
 /* Builds a stream from alloc/free events given in recorded order (as the
  * reader yields them), keeping those of `layer`, with the rules of
  * mt_request_stream_load. For tests, benchmarks and importers. */
 int mt_request_stream_from_events(struct mt_request_stream **out, const struct mt_event *events,
-				  size_t n, unsigned layer, char *err, size_t errlen);
+                                  size_t n, unsigned layer, char *err, size_t errlen);
 uint64_t mt_request_stream_events(const struct mt_request_stream *s);
 /* Number of requests (allocations). */
 uint64_t mt_request_stream_requests(const struct mt_request_stream *s);
@@ -259,13 +265,13 @@ void mt_request_stream_free(struct mt_request_stream *s);
  * (the request is counted and skipped); a backend error does. Leaves the
  * backend's memory fully released. Returns 0 or a negative errno. */
 int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_options *opt,
-		  struct mt_replay_result *res, char *err, size_t errlen);
+                  struct mt_replay_result *res, char *err, size_t errlen);
 
 /* Smallest capacity (to the granularity) on which the policy replays with
  * no OOM, by binary search between peak_allocated and hi. */
 int mt_replay_find_min_capacity(const struct mt_request_stream *s,
-				const struct mt_replay_options *opt, uint64_t hi, uint64_t *capacity,
-				char *err, size_t errlen);
+                                const struct mt_replay_options *opt, uint64_t hi,
+                                uint64_t *capacity, char *err, size_t errlen);
 
 /* Frees what mt_replay_run allocated inside res. */
 void mt_replay_result_release(struct mt_replay_result *res);

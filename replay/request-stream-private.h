@@ -22,6 +22,8 @@ struct mt_request_stream {
 	size_t nevents;
 	uint64_t peak_live;
 	uint64_t peak_ts;
+	uint64_t *iteration_ts; /* starts of the iterations, ascending */
+	size_t iterations;
 };
 
 #endif /* MEMTRACE_REQUEST_STREAM_PRIVATE_H */

@@ -273,6 +273,55 @@ static int first_device(struct mt_reader *r, uint32_t *device)
 	return 0;
 }
 
+/* The starts of the trace's most frequent outermost NVTX range (ties: the
+ * name seen first), when it occurs at least 3 times: a training loop's
+ * steps. Ranges are host-side, so every device's are considered. */
+static int load_iterations(struct mt_reader *r, struct mt_request_stream *s)
+{
+	enum { MAX_NAMES = 256, MIN_ITERATIONS = 3 };
+	uint32_t names[MAX_NAMES];
+	uint64_t counts[MAX_NAMES];
+	size_t nnames = 0, best = 0;
+	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_RANGE) };
+	struct mt_iter *it;
+	struct mt_event ev;
+	int rc;
+
+	for (int pass = 0; pass < 2; pass++) {
+		if ((rc = mt_reader_iter(r, &q, &it)) < 0)
+			return rc;
+		while ((rc = mt_iter_next(it, &ev)) > 0) {
+			if (ev.range.depth != 0)
+				continue;
+			if (pass == 1) {
+				if (ev.range.name == names[best])
+					s->iteration_ts[s->iterations++] = ev.ts;
+				continue;
+			}
+			size_t i = 0;
+			while (i < nnames && names[i] != ev.range.name)
+				i++;
+			if (i == nnames && nnames < MAX_NAMES) {
+				names[nnames] = ev.range.name;
+				counts[nnames++] = 0;
+			}
+			if (i < nnames && ++counts[i] > counts[best])
+				best = i;
+		}
+		mt_iter_free(it);
+		if (rc < 0)
+			return rc;
+		if (pass == 0) {
+			if (nnames == 0 || counts[best] < MIN_ITERATIONS)
+				return 0;
+			s->iteration_ts = malloc(counts[best] * sizeof(*s->iteration_ts));
+			if (!s->iteration_ts)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
                            char *err, size_t errlen)
 {
@@ -303,7 +352,10 @@ int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, 
 	if (rc < 0)
 		goto fail;
 	mt_iter_free(it);
+	it = NULL;
 	bd.s->device = device;
+	if ((rc = load_iterations(r, bd.s)) < 0)
+		goto fail;
 	return builder_finish(&bd, out);
 fail:
 	mt_iter_free(it);
@@ -349,5 +401,6 @@ void mt_request_stream_free(struct mt_request_stream *s)
 	free(s->stream);
 	free(s->streams);
 	free(s->events);
+	free(s->iteration_ts);
 	free(s);
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "memtrace-replay.h"
@@ -205,11 +206,93 @@ static void test_interrupt(void)
 	mt_request_stream_free(s);
 }
 
+/* Steady-state driver calls per iteration, from a trace written with the
+ * writer: depth-0 "step" ranges start at 100, 200, ..., 500 (one depth-0
+ * "init" and ten depth-1 "forward" ranges must not be taken for steps).
+ * Every step allocates two blocks and frees them; the first step also a
+ * third. Under native (one driver call per alloc and per free) the steady
+ * iterations are steps 2-4 (between the starts of step 2 and step 5):
+ * 4 calls each, 3 iterations. Counting from step 1 would give 4.5. */
+static void test_iterations(void)
+{
+	char path[] = "/tmp/test-driver-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	unlink(path);
+	struct mt_writer *w = mt_writer_new();
+	uint32_t proc, dev, step, init, forward;
+	struct mt_process pr = { .pid = 1, .command_line = "test", .hostname = "h" };
+	struct mt_device dv = { .total_bytes = 80 * GiB, .name = "gpu", .uuid = "GPU-test" };
+	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	CHECK(mt_writer_add_process(w, &pr, &proc) == 0 && mt_writer_add_device(w, &dv, &dev) == 0);
+	CHECK(mt_writer_intern(w, "step", &step) == 0 && mt_writer_intern(w, "init", &init) == 0);
+	CHECK(mt_writer_intern(w, "forward", &forward) == 0);
+	struct mt_event e = { .kind = MT_EVENT_RANGE, .ts = 0, .process = proc };
+	e.range.end = 90;
+	e.range.name = init;
+	CHECK(mt_writer_append(w, &e) == 0);
+	for (uint64_t k = 1; k <= 5; k++) {
+		uint64_t base = 100 * k;
+		e = (struct mt_event){ .kind = MT_EVENT_RANGE, .ts = base, .process = proc };
+		e.range.end = base + 90;
+		e.range.name = step;
+		CHECK(mt_writer_append(w, &e) == 0);
+		for (uint64_t f = 0; f < 2; f++) {
+			e = (struct mt_event){ .kind = MT_EVENT_RANGE, .ts = base + 5 + 40 * f };
+			e.process = proc;
+			e.range.end = base + 40 + 40 * f;
+			e.range.name = forward;
+			e.range.depth = 1;
+			CHECK(mt_writer_append(w, &e) == 0);
+		}
+		uint64_t blocks = k == 1 ? 3 : 2;
+		for (uint64_t b = 0; b < blocks; b++) {
+			struct mt_event a = A(base + 10 + b, 0x100000 * (b + 1), MiB);
+			struct mt_event fr = F(base + 50 + b, 0x100000 * (b + 1));
+			a.process = fr.process = proc;
+			a.device = fr.device = dev;
+			CHECK(mt_writer_append(w, &a) == 0 && mt_writer_append(w, &fr) == 0);
+		}
+	}
+	CHECK(mt_writer_flush(w) == 0);
+	mt_writer_free(w);
+
+	struct mt_reader *r = mt_reader_new();
+	struct mt_request_stream *s = NULL;
+	char err[256];
+	CHECK(mt_reader_open(r, path) == 0);
+	CHECK(mt_request_stream_load(&s, r, 0, err, sizeof(err)) == 0);
+	mt_reader_free(r);
+	if (!s)
+		exit(1);
+	struct mt_replay_result res = replay(s, "native", 0, 0);
+	CHECK(res.steady_iterations == 3);
+	CHECK(res.calls_per_iteration == 4.0);
+	mt_replay_result_release(&res);
+	mt_request_stream_free(s);
+
+	/* a stream without ranges has no iterations */
+	s = abc_stream();
+	res = replay(s, "native", 0, 0);
+	CHECK(res.steady_iterations == 0 && res.calls_per_iteration == 0.0);
+	mt_replay_result_release(&res);
+	mt_request_stream_free(s);
+	for (const char *sfx = ""; sfx; sfx = !*sfx                  ? "-wal"
+	                                      : !strcmp(sfx, "-wal") ? "-shm"
+	                                                             : NULL) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s%s", path, sfx);
+		unlink(name);
+	}
+}
+
 int main(void)
 {
 	test_stream_rules();
 	test_replay_metrics();
 	test_min_capacity();
 	test_interrupt();
+	test_iterations();
 	return failures ? 1 : 0;
 }
