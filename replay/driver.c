@@ -33,8 +33,7 @@ static uint64_t event_ts(const struct mt_request_stream *s, uint32_t code)
 	return MT_EVENT_IS_FREE(code) ? s->free_ts[r] : s->alloc_ts[r];
 }
 
-/* Every lifetime as positions in replay order, for plan(). */
-static int plan(const struct mt_request_stream *s, struct mt_policy *p)
+int mt_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *p)
 {
 	struct mt_plan_request *reqs = malloc((s->requests ? s->requests : 1) * sizeof(*reqs));
 	if (!reqs)
@@ -226,7 +225,7 @@ static int setup(struct run *r)
 	    (rc = mt_series_init(&r->series, opt->series_points, event_ts(s, s->events[0]),
 	                         event_ts(s, s->events[s->nevents - 1]))) < 0)
 		return rc;
-	if ((r->p->ops->flags & MT_POLICY_OFFLINE) && (rc = plan(s, r->p)) < 0)
+	if ((r->p->ops->flags & MT_POLICY_OFFLINE) && (rc = mt_request_stream_plan(s, r->p)) < 0)
 		return fail(r, rc, 0, "planning failed");
 	return 0;
 }

@@ -26,4 +26,8 @@ struct mt_request_stream {
 	size_t iterations;
 };
 
+/* Hands an offline policy every lifetime of the stream as positions in
+ * replay order (its plan()); returns what plan returns, or -ENOMEM. */
+int mt_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *p);
+
 #endif /* MEMTRACE_REQUEST_STREAM_PRIVATE_H */

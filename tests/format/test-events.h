@@ -172,4 +172,39 @@ static inline void remove_trace(const char *path)
 	unlink(buf);
 }
 
+/* A copy of events[0, n) in the order the codec stores them: by (ts, seq),
+ * stable for equal keys. malloc'd (room for n + 1); NULL when out of memory. */
+struct keyed_event {
+	struct mt_event ev;
+	size_t index;
+};
+
+static inline int keyed_event_cmp(const void *a, const void *b)
+{
+	const struct keyed_event *x = a, *y = b;
+	if (x->ev.ts != y->ev.ts)
+		return x->ev.ts < y->ev.ts ? -1 : 1;
+	if (x->ev.seq != y->ev.seq)
+		return x->ev.seq < y->ev.seq ? -1 : 1;
+	return x->index < y->index ? -1 : 1;
+}
+
+static inline struct mt_event *codec_order_copy(const struct mt_event *events, size_t n)
+{
+	struct keyed_event *k = malloc((n + 1) * sizeof(*k));
+	struct mt_event *out = malloc((n + 1) * sizeof(*out));
+	if (!k || !out) {
+		free(k);
+		free(out);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		k[i] = (struct keyed_event){ .ev = events[i], .index = i };
+	qsort(k, n, sizeof(*k), keyed_event_cmp);
+	for (size_t i = 0; i < n; i++)
+		out[i] = k[i].ev;
+	free(k);
+	return out;
+}
+
 #endif

@@ -18,21 +18,6 @@
 #include "chunk-codec-private.h"
 #include "fuzz-target.h"
 
-struct keyed {
-	struct mt_event ev;
-	size_t index;
-};
-
-static int keyed_cmp(const void *a, const void *b)
-{
-	const struct keyed *x = a, *y = b;
-	if (x->ev.ts != y->ev.ts)
-		return x->ev.ts < y->ev.ts ? -1 : 1;
-	if (x->ev.seq != y->ev.seq)
-		return x->ev.seq < y->ev.seq ? -1 : 1;
-	return x->index < y->index ? -1 : 1;
-}
-
 static uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
 	for (; v >= 0x80; v >>= 7)
@@ -93,12 +78,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 
 	/* The encoder stores (ts, seq) order, stable for equal keys. */
-	struct keyed *sorted = malloc((n + 1) * sizeof(*sorted));
+	struct mt_event *sorted = codec_order_copy(events, n);
 	if (!sorted)
 		abort();
-	for (size_t i = 0; i < n; i++)
-		sorted[i] = (struct keyed){ .ev = events[i], .index = i };
-	qsort(sorted, n, sizeof(*sorted), keyed_cmp);
 
 	void *again;
 	size_t again_len, n2;
@@ -107,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    mt_chunk_decode(kind, again, again_len, n, 1, 2, &events2, &n2) != 0 || n2 != n)
 		abort();
 	for (size_t i = 0; i < n; i++)
-		if (!events_equal(&sorted[i].ev, &events2[i]))
+		if (!events_equal(&sorted[i], &events2[i]))
 			abort();
 	free(events2);
 	free(again);

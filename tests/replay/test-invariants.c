@@ -118,21 +118,8 @@ static void run_policy(const struct mt_policy_ops *ops, const struct mt_request_
 		mt_backend_destroy(b);
 		return;
 	}
-	if (ops->flags & MT_POLICY_OFFLINE) {
-		struct mt_plan_request *reqs = calloc(s->requests, sizeof(*reqs));
-		for (size_t i = 0; i < s->requests; i++)
-			reqs[i] = (struct mt_plan_request){ 0, UINT64_MAX, s->bytes[i],
-				                            s->streams[s->stream[i]] };
-		for (size_t i = 0; i < s->nevents; i++) {
-			uint32_t c = s->events[i];
-			if (MT_EVENT_IS_FREE(c))
-				reqs[MT_EVENT_REQUEST(c)].end = i;
-			else
-				reqs[MT_EVENT_REQUEST(c)].start = i;
-		}
-		CHECK(ops->plan(p, reqs, s->requests) == 0);
-		free(reqs);
-	}
+	if (ops->flags & MT_POLICY_OFFLINE)
+		CHECK(mt_request_stream_plan(s, p) == 0);
 	uint64_t *addr = calloc(s->requests, sizeof(*addr));
 	struct span *live = malloc(s->requests * sizeof(*live));
 	uint64_t live_bytes = 0, ooms = 0;
