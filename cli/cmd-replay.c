@@ -143,6 +143,8 @@ static json_t *result_json(const struct outcome *o)
 	json_object_set_new(j, "backend", json_string(r->backend));
 	json_object_set_new(j, "events", json_integer((json_int_t)r->events));
 	json_object_set_new(j, "peak_allocated", json_integer((json_int_t)r->peak_allocated));
+	json_object_set_new(j, "peak_allocated_rounded",
+	                    json_integer((json_int_t)r->peak_allocated_rounded));
 	json_object_set_new(j, "peak_reserved", json_integer((json_int_t)r->peak_reserved));
 	json_object_set_new(j, "fragmentation", json_real(r->fragmentation));
 	json_object_set_new(

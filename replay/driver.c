@@ -174,6 +174,12 @@ static int loop(struct run *r)
 			live += rq->bytes;
 			if (live > r->peak_live)
 				r->peak_live = live;
+			if (ops->stats) {
+				struct mt_policy_stats st;
+				ops->stats(r->p, &st);
+				if (st.allocated > r->res->peak_allocated_rounded)
+					r->res->peak_allocated_rounded = st.allocated;
+			}
 		} else {
 			if (!rq->addr)
 				continue; /* its allocation failed */

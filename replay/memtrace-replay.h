@@ -211,6 +211,9 @@ struct mt_replay_result {
 	char backend[8];
 	uint64_t events;         /* events replayed: the whole stream unless stopped early */
 	uint64_t peak_allocated; /* lower bound: requested bytes live at once */
+	/* peak of the bytes handed out as the policy rounds them (for
+	 * `caching`: PyTorch's max_memory_allocated) */
+	uint64_t peak_allocated_rounded;
 	uint64_t peak_reserved;
 	double fragmentation; /* 1 - peak_allocated / peak_reserved (after OOMs: 1 -
 	                         peak of the live bytes served / peak_reserved) */
