@@ -12,7 +12,8 @@
 
 static const char usage_text[] =
         "Usage: memtrace record [-o FILE] [--capture requests|as-is] [--no-kernels]\n"
-        "                       [--sample-ms N] [--] PROG [ARGS...]\n"
+        "                       [--sample-ms N] [--stacks python|native|none]\n"
+        "                       [--] PROG [ARGS...]\n"
         "\n"
         "Runs PROG with the memtrace injection library (CUPTI) loaded into it and\n"
         "records every allocation and free, failed allocations, kernels, copies,\n"
@@ -33,6 +34,11 @@ static const char usage_text[] =
         "  --no-kernels        leave out kernel, memcpy and memset records\n"
         "  --sample-ms N       sample device memory in use every N ms (default 50;\n"
         "                      0 = never)\n"
+        "  --stacks KIND       call site of each allocation, interned in the trace:\n"
+        "                      python (the allocating thread's Python frames; the\n"
+        "                      default when PROG is a Python interpreter), native\n"
+        "                      (return addresses named with dladdr), none (the\n"
+        "                      default otherwise)\n"
         "  -h, --help          show this help\n"
         "\n"
         "Environment: MEMTRACE_CUPTI_PATH names the folder holding libcupti.so when\n"
@@ -79,6 +85,7 @@ int mt_cmd_record(int argc, char **argv)
 		{ "capture", required_argument, NULL, 'c' },
 		{ "no-kernels", no_argument, NULL, 'k' },
 		{ "sample-ms", required_argument, NULL, 's' },
+		{ "stacks", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -119,6 +126,19 @@ int mt_cmd_record(int argc, char **argv)
 				return cli_usage_error("record",
 				                       "--sample-ms must be at most 60000");
 			opts.sample_ms = (unsigned)ms;
+			break;
+		case 'S':
+			if (!strcmp(optarg, "python"))
+				opts.stacks = MT_RECORD_STACKS_PYTHON;
+			else if (!strcmp(optarg, "native"))
+				opts.stacks = MT_RECORD_STACKS_NATIVE;
+			else if (!strcmp(optarg, "none"))
+				opts.stacks = MT_RECORD_STACKS_NONE;
+			else
+				return cli_usage_error(
+				        "record",
+				        "--stacks must be python, native or none, not '%s'",
+				        optarg);
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

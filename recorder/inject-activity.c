@@ -7,7 +7,10 @@
  * hands buffers back from its own thread in no particular order; events are
  * appended as they come and the reader restores timestamp order. NVTX ranges
  * arrive as a start and an end record sharing an id: they are paired here
- * into one range event, with the nesting depth per thread.
+ * into one range event, with the nesting depth per thread. The ranges
+ * torch.autograd.profiler.emit_nvtx() pushes carry per-call annotations
+ * ("aten::addmm, seq = 12, op_id = 40, sizes = [...]"): only the operator's
+ * name is kept, so that an operator is one string and one row in a report.
  */
 #include "config.h"
 
@@ -95,6 +98,8 @@ static void memory_record(const CUpti_ActivityMemory4 *m)
 	ev.alloc.bytes = m->bytes;
 	ev.alloc.stream = m->streamId;
 	ev.alloc.correlation = m->correlationId;
+	if (ev.kind == MT_EVENT_ALLOC)
+		ev.alloc.site = mt_callbacks_site_for(m->correlationId);
 	ev.alloc.layer = MT_LAYER_DRIVER;
 	ev.alloc.api = (uint8_t)(api ? api : default_api(ev.alloc.mem_kind));
 	mt_sink_append_locked(&ev);
@@ -248,6 +253,28 @@ static void range_remove(struct open_range *r)
 	}
 }
 
+/* Interns a range name without emit_nvtx's per-call annotations. */
+static uint32_t range_name(const char *name)
+{
+	static const char *const annotations[] = { ", seq = ", ", stashed seq = ", ", op_id = ",
+		                                   ", sizes = " };
+	const char *cut = NULL;
+	char op[256];
+
+	if (!name)
+		return mt_sink_intern_locked("");
+	for (size_t i = 0; i < sizeof(annotations) / sizeof(annotations[0]); i++) {
+		const char *at = strstr(name, annotations[i]);
+		if (at && (!cut || at < cut))
+			cut = at;
+	}
+	if (!cut || (size_t)(cut - name) >= sizeof(op))
+		return mt_sink_intern_locked(name);
+	memcpy(op, name, (size_t)(cut - name));
+	op[cut - name] = 0;
+	return mt_sink_intern_locked(op);
+}
+
 static void marker_record(const CUpti_ActivityMarker2 *m)
 {
 	struct open_range *r;
@@ -262,7 +289,7 @@ static void marker_record(const CUpti_ActivityMarker2 *m)
 		                    : 0;
 		r->depth = thread_depth(r->thread);
 		r->id = m->id;
-		r->name = mt_sink_intern_locked(m->name ? m->name : "");
+		r->name = range_name(m->name);
 		r->domain = m->domain && *m->domain ? mt_sink_intern_locked(m->domain) : 0;
 		r->start = m->timestamp;
 	} else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {

@@ -8,8 +8,11 @@
  * nothing re-enters us); (2) each correlation id is mapped to the API that
  * made it, so MEMORY2 records say cudaMalloc or cuMemAlloc; (3) VMM mappings
  * (cuMemMap/cuMemUnmap) become alloc/free events, since CUPTI's memory
- * records see only the physical handle. A driver call made inside a runtime
- * call is attributed to the runtime call and its failure recorded once.
+ * records see only the physical handle; (4) with --stacks, the call site of
+ * each allocation call is taken at its entry and kept by correlation id for
+ * the MEMORY2 record that arrives later. A driver call made inside a runtime
+ * call is attributed to the runtime call (API and site) and its failure
+ * recorded once.
  */
 #include "config.h"
 
@@ -23,11 +26,13 @@
 
 #define CORRELATION_SLOTS 65536
 
-/* corr << 8 | api, indexed by corr % CORRELATION_SLOTS. */
+/* corr << 8 | api, and corr << 32 | site, indexed by corr % CORRELATION_SLOTS. */
 static _Atomic uint64_t correlation_api[CORRELATION_SLOTS];
+static _Atomic uint64_t correlation_site[CORRELATION_SLOTS];
 
-static __thread unsigned runtime_api; /* API of the runtime call in progress, 0 = none */
-static __thread int querying;         /* inside our own cuMemGetInfo */
+static __thread unsigned runtime_api;  /* API of the runtime call in progress, 0 = none */
+static __thread uint32_t runtime_site; /* its call site */
+static __thread int querying;          /* inside our own cuMemGetInfo */
 
 static CUpti_SubscriberHandle subscriber;
 
@@ -91,10 +96,19 @@ unsigned mt_callbacks_api_for(uint32_t correlation)
 	return (v >> 8) == correlation ? (unsigned)(v & 0xff) : 0;
 }
 
-static void remember(uint32_t correlation, unsigned api)
+uint32_t mt_callbacks_site_for(uint32_t correlation)
+{
+	uint64_t v = atomic_load_explicit(&correlation_site[correlation % CORRELATION_SLOTS],
+	                                  memory_order_relaxed);
+	return (v >> 32) == correlation ? (uint32_t)v : 0;
+}
+
+static void remember(uint32_t correlation, unsigned api, uint32_t site)
 {
 	atomic_store_explicit(&correlation_api[correlation % CORRELATION_SLOTS],
 	                      (uint64_t)correlation << 8 | api, memory_order_relaxed);
+	atomic_store_explicit(&correlation_site[correlation % CORRELATION_SLOTS],
+	                      (uint64_t)correlation << 32 | site, memory_order_relaxed);
 }
 
 static uint32_t device_of(CUcontext ctx)
@@ -184,7 +198,7 @@ static void request_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const
 }
 
 static void failed(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
-                   unsigned api, uint32_t error)
+                   unsigned api, uint32_t error, uint32_t site)
 {
 	struct mt_event ev = { 0 };
 
@@ -195,13 +209,14 @@ static void failed(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUp
 	ev.failed.error = error;
 	ev.failed.layer = MT_LAYER_DRIVER;
 	ev.failed.api = (uint8_t)api;
+	ev.failed.site = site;
 	querying = 1;
 	ev.failed.free_bytes = mt_device_free_bytes();
 	querying = 0;
 	mt_sink_push(&ev);
 }
 
-static void vmm(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+static void vmm(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint32_t site)
 {
 	struct mt_event ev = { 0 };
 
@@ -211,6 +226,7 @@ static void vmm(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	ev.alloc.mem_kind = MT_MEM_VMM;
 	ev.alloc.api = MT_API_CU_MEM_CREATE;
 	ev.alloc.correlation = cb->correlationId;
+	ev.alloc.site = site;
 	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemMap) {
 		const cuMemMap_params *p = cb->functionParams;
 		ev.kind = MT_EVENT_ALLOC;
@@ -229,6 +245,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
                                  const void *data)
 {
 	const CUpti_CallbackData *cb = data;
+	uint32_t site;
 	unsigned api;
 
 	(void)userdata;
@@ -240,31 +257,37 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
 		if (cb->callbackSite == CUPTI_API_ENTER) {
 			runtime_api = api;
-			remember(cb->correlationId, api);
+			runtime_site = mt_stacks_site();
+			remember(cb->correlationId, api, runtime_site);
 			return;
 		}
+		site = runtime_site;
 		runtime_api = 0;
+		runtime_site = 0;
 		if (cb->functionReturnValue && *(const int *)cb->functionReturnValue != 0)
 			failed(domain, cbid, cb, api,
-			       (uint32_t) * (const int *)cb->functionReturnValue);
+			       (uint32_t) * (const int *)cb->functionReturnValue, site);
 		return;
 	}
-	/* driver API */
+	/* driver API; its site is taken at entry, or comes from the runtime
+	 * call it runs in */
 	if (cb->callbackSite == CUPTI_API_ENTER) {
-		remember(cb->correlationId, runtime_api ? runtime_api : api);
+		site = runtime_api ? runtime_site : mt_stacks_site();
+		remember(cb->correlationId, runtime_api ? runtime_api : api, site);
 		if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemUnmap)
-			vmm(cbid, cb);
+			vmm(cbid, cb, 0);
 		return;
 	}
+	site = mt_callbacks_site_for(cb->correlationId);
 	if (cb->functionReturnValue && *(const int *)cb->functionReturnValue != 0) {
 		if (!runtime_api && cbid != CUPTI_DRIVER_TRACE_CBID_cuMemMap &&
 		    cbid != CUPTI_DRIVER_TRACE_CBID_cuMemUnmap)
 			failed(domain, cbid, cb, api,
-			       (uint32_t) * (const int *)cb->functionReturnValue);
+			       (uint32_t) * (const int *)cb->functionReturnValue, site);
 		return;
 	}
 	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemMap)
-		vmm(cbid, cb);
+		vmm(cbid, cb, site);
 }
 
 int mt_callbacks_start(void)

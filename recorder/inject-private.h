@@ -19,6 +19,13 @@
 
 #include "memtrace-format.h"
 
+/* Where call sites come from (MEMTRACE_STACKS). */
+enum mt_stacks {
+	MT_STACKS_NONE = 0,
+	MT_STACKS_PYTHON,
+	MT_STACKS_NATIVE,
+};
+
 /* Devices a process may see. */
 #define MT_INJECT_MAX_DEVICES 64
 
@@ -40,6 +47,7 @@ struct mt_inject {
 	atomic_bool stopping;
 	bool root;    /* no recorded parent process */
 	bool kernels; /* CONCURRENT_KERNEL/MEMCPY/MEMSET wanted */
+	enum mt_stacks stacks;
 	unsigned sample_ms;
 	uint64_t dropped; /* CUPTI records dropped, all buffers */
 	uint64_t untimed; /* kernel/memcpy/memset records without timestamps, skipped */
@@ -88,6 +96,8 @@ void mt_activity_close_ranges_locked(void);
 int mt_callbacks_start(void);
 /* The API that made the allocation with this correlation id, or 0. */
 unsigned mt_callbacks_api_for(uint32_t correlation);
+/* The call site taken when that call started (--stacks), or 0. */
+uint32_t mt_callbacks_site_for(uint32_t correlation);
 
 /* ---- libcuda and NVML, loaded with dlopen (inject-device.c) ---- */
 
@@ -100,6 +110,13 @@ uint64_t mt_device_free_bytes(void);
 void mt_device_sample(void);
 /* CUPTI's id for a stream handle (0 = the current context's default). */
 uint32_t mt_device_stream_id(uint64_t stream);
+
+/* ---- call sites (inject-stacks.c) ---- */
+
+/* The interned call site of the calling thread's stack as
+ * mt_inject_state.stacks asks (0 = none). Takes writer_lock the first time a
+ * stack is seen, so the caller must not hold it. */
+uint32_t mt_stacks_site(void);
 
 /* ---- PyTorch requests (inject-torch.c) ---- */
 

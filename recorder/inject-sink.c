@@ -149,6 +149,7 @@ int mt_sink_open(void)
 		set_meta_locked("start_ns", start);
 		set_meta_locked("capture", capture && *capture ? capture : "as-is");
 		set_meta_locked("capture_env", getenv("MEMTRACE_CAPTURE_ENV"));
+		set_meta_locked("stacks", getenv("MEMTRACE_STACKS"));
 		set_meta_locked("dropped_records", "0");
 	}
 	pthread_mutex_unlock(&in->writer_lock);

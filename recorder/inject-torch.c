@@ -165,11 +165,14 @@ __attribute__((visibility("default"))) void
 memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream)
 {
 	struct mt_event ev = { 0 };
+	uint32_t site = 0;
 	uint64_t ts;
 
 	if (device < 0 || device >= MT_INJECT_MAX_DEVICES ||
 	    !atomic_load_explicit(&mt_inject_state.enabled, memory_order_relaxed))
 		return;
+	if (action == TORCH_ALLOC || action == TORCH_OOM)
+		site = mt_stacks_site();
 	ts = mt_inject_now();
 	pthread_mutex_lock(&lock);
 	switch (action) {
@@ -183,6 +186,7 @@ memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, u
 		ev.alloc.layer = MT_LAYER_REQUEST;
 		ev.alloc.mem_kind = MT_MEM_DEVICE;
 		ev.alloc.api = MT_API_TORCH;
+		ev.alloc.site = site;
 		allocated[device] += bytes;
 		mt_sink_push(&ev);
 		break;
@@ -211,6 +215,7 @@ memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, u
 		ev.failed.error = 2; /* cudaErrorMemoryAllocation */
 		ev.failed.layer = MT_LAYER_REQUEST;
 		ev.failed.api = MT_API_TORCH;
+		ev.failed.site = site;
 		mt_sink_push(&ev);
 		break;
 	}

@@ -63,9 +63,14 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 {
 	struct mt_inject *in = &mt_inject_state;
 	const char *kernels = getenv("MEMTRACE_KERNELS");
+	const char *stacks = getenv("MEMTRACE_STACKS");
 	int rc;
 
 	in->kernels = !(kernels && !strcmp(kernels, "0"));
+	in->stacks = !stacks                     ? MT_STACKS_NONE
+	             : !strcmp(stacks, "python") ? MT_STACKS_PYTHON
+	             : !strcmp(stacks, "native") ? MT_STACKS_NATIVE
+	                                         : MT_STACKS_NONE;
 	in->sample_ms = env_unsigned("MEMTRACE_SAMPLE_MS", 50);
 	atomic_store(&in->enabled, true);
 	if (mt_sink_open() < 0)

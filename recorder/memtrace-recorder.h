@@ -16,6 +16,7 @@
  *   MEMTRACE_CAPTURE_ENV  the variables the launcher set, for meta
  *   MEMTRACE_KERNELS    "0" = no kernel, memcpy or memset records
  *   MEMTRACE_SAMPLE_MS  device-memory sampling period, 0 = none
+ *   MEMTRACE_STACKS     call sites: "python", "native" or "none"
  *   MEMTRACE_TORCH_BRIDGE  path of torch-bridge.cpp (requests capture)
  */
 #ifndef MEMTRACE_RECORDER_H
@@ -37,11 +38,19 @@ enum mt_capture {
 	MT_CAPTURE_AS_IS = 1,    /* only what reaches the driver */
 };
 
+enum mt_record_stacks {
+	MT_RECORD_STACKS_AUTO = 0, /* python for a Python interpreter, else none */
+	MT_RECORD_STACKS_NONE,
+	MT_RECORD_STACKS_PYTHON,
+	MT_RECORD_STACKS_NATIVE,
+};
+
 struct mt_record_options {
 	const char *output; /* trace path (may hold '%p'); NULL = memtrace.db */
 	unsigned capture;   /* enum mt_capture */
 	bool kernels;       /* kernel, memcpy and memset records */
 	unsigned sample_ms; /* sampling period; 0 = no samples */
+	unsigned stacks;    /* enum mt_record_stacks */
 	const char *self;   /* path of the running memtrace binary (argv[0] or
 	                       /proc/self/exe) to find the injection library */
 };

@@ -4,11 +4,13 @@
 script run plain with PyTorch's default allocator, for GPT-2 small training,
 ResNet-50 training, BERT-base bf16 training and the GPT-2 generation loop.
 Plain and recorded runs alternate, --reps times each; the figure is the
-ratio of the medians. Targets: 1.03, 1.03, 1.05, 1.05. With --breakdown it
-also runs `--capture as-is` (no PyTorch bridge) and `--no-kernels` once
-each, to show where the cost goes. Prints figures and asserts nothing.
+ratio of the medians. Targets: 1.03, 1.03, 1.05, 1.05. --variant adds
+recorded configurations to the same rounds (e.g. 'as-is=--capture as-is',
+'stacks-none=--stacks none') to show where the cost goes. Prints figures
+and asserts nothing.
 
-Usage: run.py MEMTRACE [--reps N] [--json PATH]
+Usage: run.py MEMTRACE [--reps N] [--variant NAME[=OPTIONS]]... [--cpus LIST]
+              [--only SCRIPTS] [--json PATH]
 """
 import argparse
 import json
@@ -29,14 +31,22 @@ WORKLOADS = [
 ]
 
 
-def one(memtrace, script, args, recorded, tmp, opts=()):
+def one(memtrace, script, args, recorded, tmp, opts=(), cpus=None):
     side = os.path.join(tmp, "side.json")
     cmd = [sys.executable, os.path.join(TORCH, script), "--no-expandable", "--json", side] + args
     if recorded:
         cmd = [memtrace, "record", "-o", os.path.join(tmp, "bench.db")] + list(opts) + ["--"] + cmd
+    if cpus:
+        cmd = ["taskset", "-c", cpus] + cmd
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(side) as f:
         return json.load(f)["ms_per_step"]
+
+
+def variant(text):
+    """NAME or NAME=OPTIONS ('stacks-none=--stacks none')."""
+    name, _, opts = text.partition("=")
+    return name, opts.split()
 
 
 def main():
@@ -45,30 +55,33 @@ def main():
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--json")
     p.add_argument("--only", help="comma-separated workload scripts to run")
-    p.add_argument("--breakdown", action="store_true")
+    p.add_argument("--variant", action="append", type=variant, metavar="NAME[=OPTIONS]",
+                   help="a recorded configuration (memtrace record options); repeatable; "
+                        "default: one, 'default', with no options")
+    p.add_argument("--cpus", help="run every process under taskset -c CPUS")
     a = p.parse_args()
+    variants = a.variant or [("default", [])]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        # the first recording of a Python program may build the PyTorch bridge
+        one(a.memtrace, WORKLOADS[0][1], ["--steps", "1", "--warmup", "0"], True, tmp)
         for name, script, args, target in WORKLOADS:
             if a.only and script not in a.only.split(","):
                 continue
-            plain, rec = [], []
-            for _ in range(a.reps):
-                plain.append(one(a.memtrace, script, args, False, tmp))
-                rec.append(one(a.memtrace, script, args, True, tmp))
+            plain, rec = [], {v: [] for v, _ in variants}
+            for _ in range(a.reps):  # interleaved: plain, then each variant
+                plain.append(one(a.memtrace, script, args, False, tmp, cpus=a.cpus))
+                for v, opts in variants:
+                    rec[v].append(one(a.memtrace, script, args, True, tmp, opts, a.cpus))
             base = statistics.median(plain)
-            ratio = statistics.median(rec) / base
-            row = dict(workload=name, plain_ms=plain, recorded_ms=rec, ratio=round(ratio, 4),
-                       target=target)
-            line = "%-22s plain %8.2f ms  recorded %8.2f ms  ratio %.3f (target %.2f)" % (
-                name, base, statistics.median(rec), ratio, target)
-            if a.breakdown:
-                for key, opts in (("as_is", ["--capture", "as-is"]), ("no_kernels", ["--no-kernels"])):
-                    ms = one(a.memtrace, script, args, True, tmp, opts)
-                    row[key + "_ms"] = ms
-                    line += "  %s %.3f" % (key, ms / base)
+            row = dict(workload=name, plain_ms=plain, target=target, variants={})
+            line = "%-22s plain %8.2f ms" % (name, base)
+            for v, _ in variants:
+                ratio = statistics.median(rec[v]) / base
+                row["variants"][v] = dict(recorded_ms=rec[v], ratio=round(ratio, 4))
+                line += "  %s %8.2f ms ratio %.3f" % (v, statistics.median(rec[v]), ratio)
             rows.append(row)
-            print(line, flush=True)
+            print(line + "  (target %.2f)" % target, flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

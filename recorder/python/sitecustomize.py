@@ -13,6 +13,9 @@ framework:
   the first allocation. If no bridge can be had, PyTorch is switched to
   backend:cudaMallocAsync so that CUPTI sees every request (slower; said on
   stderr).
+  With --stacks python, torch.autograd.backward and torch.autograd.grad are
+  wrapped so that allocations made by autograd's own threads (which hold no
+  Python frames) are attributed to the Python line that started the work.
 - jax / tensorflow have no such hook: their platform allocators
   (XLA_PYTHON_CLIENT_ALLOCATOR=platform, TF_GPU_ALLOCATOR=cuda_malloc_async)
   are switched on, unless the program chose one, and that is said on stderr.
@@ -22,6 +25,7 @@ writes into the trace's meta when CUDA starts.
 """
 
 import ctypes
+import functools
 import hashlib
 import importlib.abc
 import importlib.util
@@ -128,11 +132,42 @@ def _attach():
             lib.memtrace_set_capture(note.encode())
 
 
+def _work_site_wrapper(fn, begin, end):
+    """fn, telling the recorder which Python line started the work it runs
+    on other threads (begin/end are called with the GIL held: ctypes.PyDLL)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        previous = begin()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            end(previous)
+    return wrapper
+
+
+def _wrap_autograd(torch):
+    try:
+        lib = ctypes.PyDLL(os.environ.get("CUDA_INJECTION64_PATH", ""))
+        begin, end = lib.memtrace_python_work_begin, lib.memtrace_python_work_end
+    except (OSError, AttributeError):
+        return
+    begin.restype = ctypes.c_uint32
+    begin.argtypes = []
+    end.restype = None
+    end.argtypes = [ctypes.c_uint32]
+    for name in ("backward", "grad"):
+        fn = getattr(torch.autograd, name, None)
+        if callable(fn):
+            setattr(torch.autograd, name, _work_site_wrapper(fn, begin, end))
+
+
 def _torch_loaded(torch):
     try:
         torch.cuda._lazy_call(_attach)
     except Exception as e:  # a PyTorch without lazy init queue
         _say("cannot attach the PyTorch bridge (%s)" % e)
+    if os.environ.get("MEMTRACE_STACKS") == "python":
+        _wrap_autograd(torch)
 
 
 def _prepare_torch(spec):

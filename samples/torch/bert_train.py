@@ -11,13 +11,10 @@ def setup(args):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(0, model.config.vocab_size, (args.batch, args.seq), device="cuda")
 
-    def step():
+    def forward():
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return step
+            return model(input_ids=ids, labels=ids).loss
+    return common.train_step(forward, opt)
 
 
 if __name__ == "__main__":

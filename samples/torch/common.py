@@ -33,6 +33,9 @@ def parse(description, steps=10, batch=8, extra=None):
     p.add_argument("--json", metavar="PATH", help="write the sidecar with PyTorch's figures here")
     p.add_argument("--no-expandable", action="store_true",
                    help="skip the second run with expandable_segments:True")
+    p.add_argument("--emit-nvtx", action="store_true",
+                   help="run the steps under torch.autograd.profiler.emit_nvtx() (one NVTX "
+                        "range per operator)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args()
 
@@ -48,18 +51,39 @@ def _clean_env():
     return env
 
 
+def train_step(forward, opt):
+    """A training step in the NVTX phases forward, backward and optimizer
+    (torch.cuda.nvtx ranges; free when no tool listens). forward() returns
+    the loss."""
+    from torch.cuda import nvtx
+
+    def step():
+        with nvtx.range("forward"):
+            loss = forward()
+        with nvtx.range("backward"):
+            loss.backward()
+        with nvtx.range("optimizer"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    return step
+
+
 def run(args, setup):
+    import contextlib
+
     import torch
 
     torch.manual_seed(0)
     step = setup(args)
-    for _ in range(args.warmup):
-        step()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    torch.cuda.synchronize()
+    ops = torch.autograd.profiler.emit_nvtx() if args.emit_nvtx else contextlib.nullcontext()
+    with ops:
+        for _ in range(args.warmup):
+            step()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        torch.cuda.synchronize()
     ms = (time.perf_counter() - t0) * 1000.0 / max(args.steps, 1)
     stats = torch.cuda.memory_stats()
     figures = {

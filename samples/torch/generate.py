@@ -13,13 +13,15 @@ def setup(args):
 
     @torch.no_grad()
     def step():
-        out = model(input_ids=prompt, use_cache=True)
-        past = out.past_key_values
-        tok = out.logits[:, -1:].argmax(-1)
-        for _ in range(args.tokens):
-            out = model(input_ids=tok, past_key_values=past, use_cache=True)
+        with torch.cuda.nvtx.range("prefill"):
+            out = model(input_ids=prompt, use_cache=True)
             past = out.past_key_values
             tok = out.logits[:, -1:].argmax(-1)
+        with torch.cuda.nvtx.range("decode"):
+            for _ in range(args.tokens):
+                out = model(input_ids=tok, past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                tok = out.logits[:, -1:].argmax(-1)
     return step
 
 

@@ -1,5 +1,6 @@
 """GPT-2 small (124M) training from transformers' GPT2Config() with random
-tokens: AdamW, fp32 weights, sequence length --seq. No downloads."""
+tokens: AdamW, fp32 weights, sequence length --seq; NVTX phases forward,
+backward, optimizer. No downloads."""
 import common
 
 
@@ -11,12 +12,7 @@ def setup(args):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(0, model.config.vocab_size, (args.batch, args.seq), device="cuda")
 
-    def step():
-        loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return step
+    return common.train_step(lambda: model(input_ids=ids, labels=ids).loss, opt)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,7 @@ def setup(args):
     y = torch.randint(0, 1000, (args.batch,), device="cuda")
     loss_fn = torch.nn.CrossEntropyLoss()
 
-    def step():
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return step
+    return common.train_step(lambda: loss_fn(model(x), y), opt)
 
 
 if __name__ == "__main__":

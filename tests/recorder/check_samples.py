@@ -3,12 +3,14 @@
 figures from the same run) and prints one line per trace:
 
   peak live (request layer) vs torch_requested_bytes_peak (within 0.1%)
-  peak live with sizes rounded as PyTorch rounds them vs torch_max_memory_allocated
+  peak of the bytes a `caching` replay hands out (PyTorch's rounding and
+  splitting) vs torch_max_memory_allocated (within 0.1%)
   the PyTorch allocator's reserved peak (bridge pool events) vs max_memory_reserved (exact)
   the driver layer's peak (CUPTI) vs max_memory_reserved
   blob bytes per alloc/free event (target <= 4), dropped records (target 0), file size
 
 Usage: check_samples.py TRACE_DUMP TRACE.db... ; writes JSON with --json PATH.
+MEMTRACE names the memtrace binary (default: memtrace on PATH).
 Exit 1 if a requests-capture trace misses a target.
 """
 import json
@@ -16,7 +18,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_trace import Trace, torch_round  # noqa: E402
+from check_trace import Trace, caching_peak_allocated  # noqa: E402
+
+MEMTRACE = os.environ.get("MEMTRACE", "memtrace")
 
 
 def main(argv):
@@ -40,7 +44,7 @@ def main(argv):
             "dropped_records": int(t.meta.get("dropped_records", "-1")),
             "bytes_per_alloc_free_event": round(t.bytes_per_alloc_free(), 3),
             "peak_request": req,
-            "peak_request_rounded": t.peak_live("request", torch_round),
+            "peak_request_rounded": caching_peak_allocated(MEMTRACE, path),
             "reader_peak_request": t.peak.get("request"),
             "torch_reserved_peak": t.torch_reserved_peak(),
             "peak_driver": t.peak_live("driver"),
@@ -57,6 +61,7 @@ def main(argv):
             row["driver_vs_max_reserved"] = row["peak_driver"] / mr if mr else None
             if (t.meta.get("capture") or "").startswith("requests"):
                 good = (rp and abs(req - rp) <= 0.001 * rp and row["reserved_equal"]
+                        and ma and abs(row["peak_request_rounded"] - ma) <= 0.001 * ma
                         and row["bytes_per_alloc_free_event"] <= 4 and row["dropped_records"] == 0
                         and row["file_bytes"] <= 8 << 20)
                 row["targets_met"] = bool(good)

@@ -1,9 +1,10 @@
 """Reads a trace through trace-dump (tests/recorder/trace-dump.c) into plain
 Python data, and computes the figures the recorder's checks compare with
 PyTorch's own: peak live bytes per layer (from the events, independently of
-the reader's own peak), the same with sizes rounded as PyTorch's caching
-allocator rounds them, the largest reserved total the PyTorch bridge saw,
-and bytes per alloc/free event."""
+the reader's own peak), the peak of the bytes a `caching` replay hands out
+(PyTorch's max_memory_allocated), the largest reserved total the PyTorch
+bridge saw, and bytes per alloc/free event."""
+import json
 import subprocess
 from collections import defaultdict
 
@@ -34,14 +35,20 @@ class Trace:
                 self.events[tag].append(self._event(tag, f))
 
     @staticmethod
+    def _site(words):
+        """The call site's frames, innermost first ([] when none)."""
+        text = " ".join(words)
+        return [] if text in ("", "-") else text.split("|")
+
+    @staticmethod
     def _event(tag, f):
         e = dict(ts=int(f[1]), seq=int(f[2]), process=int(f[3]), device=int(f[4]))
         if tag in ("alloc", "free"):
             e.update(layer=f[5], api=f[6], mem=f[7], addr=int(f[8]), bytes=int(f[9]),
-                     stream=int(f[10]), reuse=int(f[11]))
+                     stream=int(f[10]), reuse=int(f[11]), site=Trace._site(f[12:]))
         elif tag == "alloc_failed":
             e.update(layer=f[5], api=f[6], bytes=int(f[7]), free=int(f[8]), error=int(f[9]),
-                     stream=int(f[10]))
+                     stream=int(f[10]), site=Trace._site(f[11:]))
         elif tag == "kernel":
             e.update(end=int(f[5]), stream=int(f[6]), named=f[7] == "named")
         elif tag in ("memcpy", "memset"):
@@ -84,12 +91,12 @@ class Trace:
                 unmatched += 1
         return pairs, unmatched, len(live), mismatched
 
-    def peak_live(self, layer, rounding=None):
+    def peak_live(self, layer):
         live, cur, peak = {}, 0, 0
         for kind, e in self.merged(layer):
             key = (e["process"], e["device"], e["addr"])
             if kind == "a":
-                b = rounding(e["bytes"]) if rounding else e["bytes"]
+                b = e["bytes"]
                 live[key] = b
                 cur += b
                 peak = max(peak, cur)
@@ -107,6 +114,9 @@ class Trace:
         return b / n if n else 0.0
 
 
-def torch_round(n):
-    """PyTorch's caching allocator block size for a request (round_size)."""
-    return 512 if n < 512 else (n + 511) // 512 * 512
+def caching_peak_allocated(memtrace, path):
+    """Peak of the bytes PyTorch's caching allocator hands out (its
+    max_memory_allocated: rounded and split blocks), from a `caching` replay."""
+    out = subprocess.run([memtrace, "replay", path, "--policy", "caching", "--backend", "sim",
+                          "--json", "--no-save"], stdout=subprocess.PIPE, text=True)
+    return json.loads(out.stdout)[0]["peak_allocated_rounded"] if out.returncode == 0 else -1

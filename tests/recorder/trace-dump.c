@@ -8,6 +8,9 @@
  *   peak LAYER BYTES TS
  *   KIND TS SEQ PROCESS DEVICE FIELDS...   (with --events; see print_event)
  *
+ * alloc, free and alloc_failed lines end with the call site: its frames
+ * joined by '|' (innermost first), or '-' when there is none.
+ *
  * Usage: trace-dump [--events] TRACE
  */
 #include "config.h"
@@ -17,6 +20,21 @@
 
 #include "memtrace-format.h"
 
+/* The call site as one word-separated field: frames joined by '|'. */
+static void print_site(struct mt_reader *r, uint32_t site)
+{
+	const char *s = site ? mt_reader_string(r, site) : NULL;
+
+	if (!s || !*s) {
+		printf(" -\n");
+		return;
+	}
+	putchar(' ');
+	for (; *s; s++)
+		putchar(*s == '\n' ? '|' : *s);
+	putchar('\n');
+}
+
 static void print_event(struct mt_reader *r, const struct mt_event *e)
 {
 	printf("%s %llu %llu %u %u", mt_event_kind_name(e->kind), (unsigned long long)e->ts,
@@ -24,17 +42,19 @@ static void print_event(struct mt_reader *r, const struct mt_event *e)
 	switch (e->kind) {
 	case MT_EVENT_ALLOC:
 	case MT_EVENT_FREE:
-		printf(" %s %s %s %llu %llu %llu %llu\n", mt_layer_name(e->alloc.layer),
+		printf(" %s %s %s %llu %llu %llu %llu", mt_layer_name(e->alloc.layer),
 		       mt_api_name(e->alloc.api), mt_mem_kind_name(e->alloc.mem_kind),
 		       (unsigned long long)e->alloc.address, (unsigned long long)e->alloc.bytes,
 		       (unsigned long long)e->alloc.stream,
 		       (unsigned long long)e->alloc.reuse_delay);
+		print_site(r, e->alloc.site);
 		break;
 	case MT_EVENT_ALLOC_FAILED:
-		printf(" %s %s %llu %llu %u %llu\n", mt_layer_name(e->failed.layer),
+		printf(" %s %s %llu %llu %u %llu", mt_layer_name(e->failed.layer),
 		       mt_api_name(e->failed.api), (unsigned long long)e->failed.bytes,
 		       (unsigned long long)e->failed.free_bytes, e->failed.error,
 		       (unsigned long long)e->failed.stream);
+		print_site(r, e->failed.site);
 		break;
 	case MT_EVENT_KERNEL:
 		printf(" %llu %llu %s\n", (unsigned long long)e->kernel.end,

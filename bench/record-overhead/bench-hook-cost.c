@@ -1,0 +1,78 @@
+/* bench-hook-cost.c — what the recorder costs the allocating thread per
+ * PyTorch allocator event: the time of memtrace_torch_event() (the function
+ * the PyTorch bridge calls under the caching allocator's lock) for an
+ * alloc, a free-requested and a free-completed, measured inside a recorded
+ * process. Run it under `memtrace record [--stacks native]`; unrecorded it
+ * says so and exits 77. Also times cuptiGetTimestamp, the clock each event
+ * reads. Prints figures; asserts nothing.
+ *
+ * Usage: memtrace record -o /tmp/x.db -- bench-hook-cost [EVENTS]
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <cuda.h>
+#include <cupti.h>
+
+typedef void (*event_fn)(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream);
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 1000000;
+	const char *inject = getenv("CUDA_INJECTION64_PATH");
+	CUdevice dev;
+	CUcontext ctx;
+	event_fn event;
+	uint64_t ts, sum = 0;
+	void *lib;
+	double t0, t1, t2;
+
+	if (n <= 0 || cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+	    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || cuCtxSetCurrent(ctx)) {
+		fprintf(stderr, "bench-hook-cost: no GPU\n");
+		return 77;
+	}
+	lib = inject ? dlopen(inject, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	event = lib ? (event_fn)(uintptr_t)dlsym(lib, "memtrace_torch_event") : NULL;
+	if (!event) {
+		fprintf(stderr, "bench-hook-cost: not recorded (run under memtrace record)\n");
+		return 77;
+	}
+	/* the pattern the allocator produces: an alloc, later its free
+	 * requested and completed; 64 tensors live at a time */
+	t0 = now_s();
+	for (long i = 0; i < n; i++) {
+		uint64_t addr = 0x7f0000000000ull + (uint64_t)(i % 4096) * 0x100000;
+		event(0, 0, addr, 4096 + (uint64_t)(i % 97) * 512, 0);
+		if (i >= 64) {
+			uint64_t old = 0x7f0000000000ull + (uint64_t)((i - 64) % 4096) * 0x100000;
+			event(1, 0, old, 4096 + (uint64_t)((i - 64) % 97) * 512, 0);
+			event(2, 0, old, 0, 0);
+		}
+	}
+	t1 = now_s();
+	for (long i = 0; i < n; i++) {
+		cuptiGetTimestamp(&ts);
+		sum += ts;
+	}
+	t2 = now_s();
+	printf("events %ld: %.1f ns per event (alloc, free requested, free completed)\n",
+	       3 * n - 128, (t1 - t0) * 1e9 / (double)(3 * n - 128));
+	printf("cuptiGetTimestamp: %.1f ns (%llu)\n", (t2 - t1) * 1e9 / (double)n,
+	       (unsigned long long)(sum & 1));
+	cuDevicePrimaryCtxRelease(dev);
+	return 0;
+}
