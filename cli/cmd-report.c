@@ -157,8 +157,8 @@ static void print_anatomy(const struct mt_device_report *rep, bool at_set)
 		        !a->cache_known && (i == MT_PART_CACHE || i == MT_PART_FRAGMENTATION);
 
 		if (unknown) {
-			printf("  %10s  %6s  %s: unknown (no allocator segments recorded)\n", "-",
-			       "", mt_anatomy_part_label(i, a->layer));
+			printf("  %10s  %6s  %s\n", "unknown", "",
+			       mt_anatomy_part_label(i, a->layer));
 			continue;
 		}
 		printf("  %s%9s  %5.1f%%  %s\n", v < 0 ? "-" : " ",
@@ -166,8 +166,9 @@ static void print_anatomy(const struct mt_device_report *rep, bool at_set)
 		       pct((double)v, (double)a->used_bytes), mt_anatomy_part_label(i, a->layer));
 	}
 	if (!a->cache_known)
-		printf("  this capture records only the driver's allocations: the framework's\n"
-		       "  segments are the live allocations, and its cache is not known\n");
+		printf("  no allocator segments recorded (an as-is capture sees only the driver):\n"
+		       "  the framework's segments count as live allocations, its cache is "
+		       "unknown\n");
 	if (a->part[MT_PART_UNEXPLAINED] < 0)
 		printf("  unexplained is negative: the sample lags the allocation events "
 		       "(it was taken before them)\n");
@@ -489,8 +490,6 @@ static int report(struct mt_reader *r, const char *path, bool json,
 		devices = json_array();
 		json_object_set_new(top, "trace", json_string(path));
 		json_object_set_new(top, "capture", jstr(mt_reader_meta(r, "capture")));
-	} else {
-		printf("memtrace report: %s\n", path);
 	}
 	for (i = 0; i < n && rc == 0; i++) {
 		struct mt_device_report rep;
@@ -506,6 +505,8 @@ static int report(struct mt_reader *r, const char *path, bool json,
 				json_object_update(top, d);
 			json_array_append_new(devices, d);
 		} else {
+			if (i == 0)
+				printf("memtrace report: %s\n", path);
 			printf("\n");
 			print_device(&rep, opt.at_set);
 		}
