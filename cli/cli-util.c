@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,31 @@ int cli_parse_count(const char *cmd, const char *option, const char *text, uint6
 		return cli_usage_error(cmd, "%s: '%s' is not a count (e.g. 1000000, 1e6, 10M)",
 		                       option, text ? text : "");
 	return CLI_EXIT_OK;
+}
+
+int cli_parse_time(const char *text, uint64_t *ns)
+{
+	static const struct {
+		const char *suffix;
+		double scale;
+	} units[] = { { "", 1e9 }, { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 }, { "ns", 1 } };
+	char *end;
+	double v;
+	size_t i;
+
+	if (!text || !*text || (*text != '.' && (*text < '0' || *text > '9')))
+		return -EINVAL;
+	v = strtod(text, &end);
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].suffix)) {
+			double t = v * units[i].scale;
+
+			if (!isfinite(t) || t < 0 || t > 1.8e19)
+				return -EINVAL;
+			*ns = (uint64_t)llround(t);
+			return 0;
+		}
+	return -EINVAL;
 }
 
 int cli_bad_option(const char *cmd, int c, char **argv)

@@ -48,6 +48,11 @@ int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_
  * garbage, else CLI_EXIT_OK. */
 int cli_parse_count(const char *cmd, const char *option, const char *text, uint64_t *value);
 
+/* Parses a time since the start of a trace: "1.5" (seconds), "1.5s",
+ * "300ms", "20us", "100ns" into ns (as render --at and report --at take
+ * it). Returns 0, or -EINVAL for anything else (negative, garbage). */
+int cli_parse_time(const char *text, uint64_t *ns);
+
 /* Reports a getopt_long failure (c is what getopt_long returned: '?' for
  * an unknown option, ':' for a missing value; the optstring must start
  * with ':') as one usage line; returns CLI_EXIT_USAGE. */

@@ -47,32 +47,6 @@ static void usage(FILE *out)
 	      out);
 }
 
-/* "1.5", "1.5s", "300ms", "20us", "100ns" into ns. */
-static int parse_time(const char *text, uint64_t *ns)
-{
-	static const struct {
-		const char *suffix;
-		double scale;
-	} units[] = { { "", 1e9 }, { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 }, { "ns", 1 } };
-	char *end;
-	double v;
-	size_t i;
-
-	if (!text || !*text || (*text != '.' && (*text < '0' || *text > '9')))
-		return -EINVAL;
-	v = strtod(text, &end);
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].suffix)) {
-			double t = v * units[i].scale;
-
-			if (!isfinite(t) || t < 0 || t > 1.8e19)
-				return -EINVAL;
-			*ns = (uint64_t)llround(t);
-			return 0;
-		}
-	return -EINVAL;
-}
-
 static int parse_size(const char *text, unsigned *w, unsigned *h)
 {
 	char tail;
@@ -174,7 +148,7 @@ int mt_cmd_render(int argc, char **argv)
 				o.at_set = false;
 				break;
 			}
-			if (parse_time(optarg, &o.at) < 0)
+			if (cli_parse_time(optarg, &o.at) < 0)
 				return cli_usage_error(
 				        CMD, "--at: '%s' is not peak or a time (1.5s, 300ms)",
 				        optarg);
@@ -182,7 +156,7 @@ int mt_cmd_render(int argc, char **argv)
 			break;
 		case 'f':
 		case 't':
-			if (parse_time(optarg, c == 'f' ? &o.from : &o.to) < 0)
+			if (cli_parse_time(optarg, c == 'f' ? &o.from : &o.to) < 0)
 				return cli_usage_error(CMD,
 				                       "--%s: '%s' is not a time (1.5s, 300ms)",
 				                       c == 'f' ? "from" : "to", optarg);

@@ -42,6 +42,8 @@ static const struct vw_rgb roles[] = {
 	[VW_ROLE_CACHE] = RGB(OI_SKY_BLUE),
 	[VW_ROLE_FRAGMENTATION] = RGB(OI_VERMILLION),
 	[VW_ROLE_DEVICE_FREE] = RGB(0xF4F4F4),
+	[VW_ROLE_OTHER_PROCESSES] = RGB(0x6E6E6E),
+	[VW_ROLE_UNEXPLAINED] = RGB(0xD9D9D9),
 };
 
 /* Tol "light", without its pale grey (the merged band is grey). */

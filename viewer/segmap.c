@@ -1,7 +1,7 @@
-/* segmap.c — segment maps at a moment: the recorded allocator's segments
- * (driver-layer allocations) with the request blocks inside them, or a
- * policy's segments and blocks after replaying the trace's requests under
- * the sim backend up to that moment and walking the policy (the same policy
+/* segmap.c — segment maps at a moment (struct mt_segmap, built by
+ * analyze): the recorded allocator's segments (driver-layer allocations)
+ * with the request blocks inside them, or a policy's segments and blocks after replaying the
+ * trace's requests under the sim backend up to that moment and walking the policy (the same policy
  * code as `memtrace replay`; frees at a moment go before allocations at
  * it, and a request the policy cannot place is skipped as the replay
  * driver does).
@@ -15,157 +15,13 @@
 
 #include "viewer-private.h"
 
-void vw_segmap_release(struct vw_segmap *m)
-{
-	free(m->segs);
-	free(m->blocks);
-	memset(m, 0, sizeof(*m));
-}
-
-static int push_segment(struct vw_segmap *m, size_t *cap, uint64_t address, uint64_t bytes)
-{
-	if (m->nsegs == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		struct vw_segment *s = realloc(m->segs, c * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		m->segs = s;
-		*cap = c;
-	}
-	m->segs[m->nsegs++] = (struct vw_segment){ address, bytes, m->nblocks, 0 };
-	return 0;
-}
-
-static int push_block(struct vw_segmap *m, size_t *cap, uint64_t address, uint64_t bytes,
-                      bool allocated)
-{
-	if (!bytes)
-		return 0;
-	if (m->nblocks == *cap) {
-		size_t c = *cap ? *cap * 2 : 256;
-		struct vw_block *b = realloc(m->blocks, c * sizeof(*b));
-
-		if (!b)
-			return -ENOMEM;
-		m->blocks = b;
-		*cap = c;
-	}
-	m->blocks[m->nblocks++] = (struct vw_block){ address, bytes, allocated };
-	if (m->nsegs)
-		m->segs[m->nsegs - 1].nblocks++;
-	return 0;
-}
-
-static int largest_first(const void *a, const void *b)
-{
-	const struct vw_segment *x = a, *y = b;
-
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return x->address < y->address ? -1 : x->address > y->address;
-}
-
-/* Caption figures, from the map itself; segments largest first. */
-static void totals(struct vw_segmap *m)
-{
-	size_t i;
-
-	qsort(m->segs, m->nsegs, sizeof(*m->segs), largest_first);
-
-	m->reserved = m->allocated = m->largest_free = 0;
-	for (i = 0; i < m->nsegs; i++)
-		m->reserved += m->segs[i].bytes;
-	for (i = 0; i < m->nblocks; i++) {
-		if (m->blocks[i].allocated)
-			m->allocated += m->blocks[i].bytes;
-		else if (m->blocks[i].bytes > m->largest_free)
-			m->largest_free = m->blocks[i].bytes;
-	}
-}
-
-struct range {
-	uint64_t address, bytes;
-};
-
-static int by_address(const void *a, const void *b)
-{
-	const struct range *x = a, *y = b;
-
-	return x->address < y->address ? -1 : x->address > y->address;
-}
-
-/* The lifetimes live at `at`, sorted by address. */
-static struct range *live_sorted(const struct mt_lifetime *l, size_t n, uint64_t at, size_t *m)
-{
-	struct range *r = malloc((n ? n : 1) * sizeof(*r));
-	size_t i, k = 0;
-
-	if (!r)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (l[i].start <= at && at < l[i].end && l[i].bytes)
-			r[k++] = (struct range){ l[i].address, l[i].bytes };
-	qsort(r, k, sizeof(*r), by_address);
-	*m = k;
-	return r;
-}
-
-/* Fills segments from segs, each split into the live blocks of blocks that
- * fall inside it and the free space between them. */
-static int assemble(struct vw_segmap *m, const struct range *segs, size_t nsegs,
-                    const struct range *blocks, size_t nblocks)
-{
-	size_t scap = 0, bcap = 0, i, j = 0;
-
-	for (i = 0; i < nsegs; i++) {
-		uint64_t pos = segs[i].address, end = segs[i].address + segs[i].bytes;
-
-		if (push_segment(m, &scap, segs[i].address, segs[i].bytes) < 0)
-			return -ENOMEM;
-		while (j < nblocks && blocks[j].address < segs[i].address)
-			j++;
-		for (; j < nblocks && blocks[j].address < end; j++) {
-			uint64_t b0 = blocks[j].address > pos ? blocks[j].address : pos;
-			uint64_t b1 = blocks[j].address + blocks[j].bytes;
-
-			if (b1 > end)
-				b1 = end;
-			if (b1 <= b0)
-				continue;
-			if (push_block(m, &bcap, pos, b0 - pos, false) < 0 ||
-			    push_block(m, &bcap, b0, b1 - b0, true) < 0)
-				return -ENOMEM;
-			pos = b1;
-		}
-		if (push_block(m, &bcap, pos, end - pos, false) < 0)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-int vw_segmap_recorded(const struct vw_trace *t, uint64_t at, struct vw_segmap *m, char *err,
+int vw_segmap_recorded(const struct vw_trace *t, uint64_t at, struct mt_segmap *m, char *err,
                        size_t errlen)
 {
 	bool layered = t->layer == MT_LAYER_REQUEST && t->nseg > 0;
-	struct range *segs, *blocks;
-	size_t nsegs = 0, nblocks = 0;
-	int rc;
 
-	memset(m, 0, sizeof(*m));
-	snprintf(m->name, sizeof(m->name), "recorded (%s)",
-	         layered ? "allocator segments" : "driver allocations");
-	m->at = at;
-	segs = live_sorted(layered ? t->seg : t->req, layered ? t->nseg : t->nreq, at, &nsegs);
-	blocks = live_sorted(t->req, t->nreq, at, &nblocks);
-	rc = segs && blocks ? assemble(m, segs, nsegs, blocks, nblocks) : -ENOMEM;
-	free(segs);
-	free(blocks);
-	if (rc < 0) {
-		vw_segmap_release(m);
-		return vw_fail(err, errlen, rc, "out of memory");
-	}
-	totals(m);
+	if (mt_segmap_recorded(m, layered ? t->seg : NULL, t->nseg, t->req, t->nreq, at) < 0)
+		return vw_fail(err, errlen, -ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -189,8 +45,7 @@ static int by_time(const void *a, const void *b)
 }
 
 struct walk_state {
-	struct vw_segmap *m;
-	size_t scap, bcap;
+	struct mt_segmap *m;
 	int rc;
 };
 
@@ -198,8 +53,8 @@ static int on_walk(void *data, bool is_segment, const struct mt_policy_block *bl
 {
 	struct walk_state *w = data;
 
-	w->rc = is_segment ? push_segment(w->m, &w->scap, blk->address, blk->bytes)
-	                   : push_block(w->m, &w->bcap, blk->address, blk->bytes, blk->allocated);
+	w->rc = is_segment ? mt_segmap_add_segment(w->m, blk->address, blk->bytes)
+	                   : mt_segmap_add_block(w->m, blk->address, blk->bytes, blk->allocated);
 	return w->rc;
 }
 
@@ -277,7 +132,7 @@ static int drive(struct mt_policy *p, const struct vw_trace *t, uint64_t at, uin
 	return 0;
 }
 
-int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, struct vw_segmap *m,
+int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, struct mt_segmap *m,
                      char *err, size_t errlen)
 {
 	struct mt_backend *b = NULL;
@@ -317,10 +172,10 @@ int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, st
 		rc = w.rc < 0 ? vw_fail(err, errlen, w.rc, "out of memory") : 0;
 	}
 	if (rc == 0)
-		totals(m);
+		mt_segmap_finish(m);
 out:
 	if (rc < 0)
-		vw_segmap_release(m);
+		mt_segmap_release(m);
 	mt_policy_destroy(p);
 	mt_backend_destroy(b);
 	free(addr);

@@ -205,7 +205,6 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
                   char *err, size_t errlen)
 {
 	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
-	unsigned k;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
@@ -229,20 +228,11 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 	rc = device_stats(r, device, st);
 	if (rc < 0)
 		return reader_fail(r, rc, err, errlen);
-	/* the memory's story starts with its own events: a stray activity
-	 * record with no start time must not stretch the axis */
-	t->t0 = UINT64_MAX;
-	for (k = 1; k <= MT_EVENT_KIND_MAX; k++) {
-		bool activity =
-		        k == MT_EVENT_KERNEL || k == MT_EVENT_MEMCPY || k == MT_EVENT_MEMSET;
-
-		if (!st[k].events)
-			continue;
-		if (!activity && st[k].first_ts < t->t0)
-			t->t0 = st[k].first_ts;
-		if (st[k].last_ts > t->t1)
-			t->t1 = st[k].last_ts;
-	}
+	/* the memory's story starts with its own events: the same start as
+	 * memtrace report's */
+	rc = mt_device_span(r, device, &t->t0, &t->t1);
+	if (rc < 0)
+		return reader_fail(r, rc, err, errlen);
 	if (st[MT_EVENT_ALLOC].events == 0 && st[MT_EVENT_FREE].events == 0)
 		return vw_fail(err, errlen, -ENOENT, "device %u holds no allocations", device);
 	rc = mt_reader_request_layer(r, &t->layer);
@@ -276,64 +266,13 @@ void vw_trace_release(struct vw_trace *t)
 	memset(t, 0, sizeof(*t));
 }
 
-uint64_t vw_live_at(const struct mt_lifetime *l, size_t n, uint64_t ts)
-{
-	uint64_t live = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (l[i].start <= ts && ts < l[i].end)
-			live += l[i].bytes;
-	return live;
-}
-
 uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_bytes)
 {
-	struct vw_delta *d = NULL;
-	size_t m = 0, i = 0;
-	int64_t cur = 0, best = 0;
-	uint64_t base = n ? l[0].start : 0, at = base;
+	uint64_t at = n ? l[0].start : 0;
 
-	for (i = 0; i < n; i++)
-		if (l[i].start < base)
-			base = l[i].start;
-	if (vw_deltas(l, n, base, &d, &m) < 0) {
+	if (mt_peak_moment(l, n, peak_bytes, &at) < 0)
 		*peak_bytes = 0;
-		return base;
-	}
-	for (i = 0; i < m;) {
-		int64_t t = d[i].t;
-
-		while (i < m && d[i].t == t)
-			cur += d[i++].bytes;
-		if (cur > best) {
-			best = cur;
-			at = base + (uint64_t)t;
-		}
-	}
-	free(d);
-	*peak_bytes = (uint64_t)best;
 	return at;
-}
-
-bool vw_sample_at(const struct vw_trace *t, uint64_t ts, uint64_t *used)
-{
-	size_t lo = 0, hi = t->nsamples;
-
-	if (!t->nsamples)
-		return false;
-	/* first sample at or after ts: samples come every few ms, and the one
-	 * before a sudden growth would miss it */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->samples[mid].ts < ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*used = t->samples[lo < t->nsamples ? lo : t->nsamples - 1].value;
-	return true;
 }
 
 void vw_trace_subtitle(const struct vw_trace *t, const char *trace_name, char *buf, size_t len)

@@ -1,10 +1,8 @@
 /* view-anatomy.c — why nvidia-smi shows more than the tensors: one bar per
- * device splitting the memory in use at a moment into the CUDA context and
- * libraries (sampled use minus the driver-layer memory), live tensors (by
- * the NVTX phase that allocated them), fragmentation (free space inside
- * segments that hold live blocks) and allocator cache (segments with
- * nothing live), against the device total — the same split as
- * `memtrace report` (issue 6).
+ * device drawing the anatomy that analyze computes for `memtrace report`
+ * (other processes, CUDA context and libraries, live tensors, fragmentation,
+ * allocator cache, unexplained) against the device total, with the live
+ * tensors split further by the NVTX phase that allocated them.
  */
 #include "config.h"
 
@@ -27,88 +25,98 @@ struct part {
 struct anatomy {
 	struct part part[MAX_PARTS];
 	size_t n;
-	uint64_t at, total, used, reserved, allocated, context;
-	unsigned layer;
-	bool sampled;
+	struct mt_anatomy an; /* the numbers, from analyze */
+	uint64_t total;       /* the device */
 };
 
-static void add(struct anatomy *a, const char *name, uint64_t bytes, struct vw_rgb color)
+static void add(struct anatomy *a, const char *name, int64_t bytes, struct vw_rgb color)
 {
-	if (a->n == MAX_PARTS || bytes == 0)
+	if (a->n == MAX_PARTS || bytes <= 0)
 		return;
 	snprintf(a->part[a->n].name, sizeof(a->part[a->n].name), "%s", name);
-	a->part[a->n].bytes = bytes;
+	a->part[a->n].bytes = (uint64_t)bytes;
 	a->part[a->n].color = color;
 	a->n++;
 }
 
+static const char *label(const struct anatomy *a, unsigned part)
+{
+	return mt_anatomy_part_label(part, a->an.layer);
+}
+
+/* The live part split by the NVTX phase that allocated each block; what no
+ * phase holds is the rest of the shared live figure. */
 static void tensors(struct anatomy *a, const struct vw_trace *t)
 {
-	uint64_t by_phase[VW_MAX_PHASES + 1] = { 0 };
+	uint64_t by_phase[VW_MAX_PHASES] = { 0 }, phased = 0,
+	         live = (uint64_t)a->an.part[MT_PART_LIVE];
+	const char *what = label(a, MT_PART_LIVE);
 	struct vw_phases ph;
-	const char *what = t->layer == MT_LAYER_REQUEST ? "live tensors" : "live allocations";
 	char name[96];
 	size_t i;
 
 	vw_phases_collect(t, &ph);
-	for (i = 0; i < t->nreq; i++) {
+	for (i = 0; ph.n && i < t->nreq; i++) {
 		const struct mt_lifetime *l = &t->req[i];
 		int k;
 
-		if (!(l->start <= a->at && a->at < l->end))
+		if (!mt_lifetime_live_at(l, a->an.at))
 			continue;
-		k = ph.n ? vw_phase_at(t, &ph, l->start) : -1;
-		by_phase[k < 0 ? VW_MAX_PHASES : (size_t)k] += l->bytes;
+		k = vw_phase_at(t, &ph, l->start);
+		if (k >= 0) {
+			by_phase[k] += l->bytes;
+			phased += l->bytes;
+		}
 	}
 	for (i = 0; i < ph.n; i++) {
 		snprintf(name, sizeof(name), "%s, made in %s%s", what,
 		         mt_reader_string(t->r, ph.name[i]),
 		         ph.overflow && i + 1 == ph.n ? " and later phases" : "");
-		add(a, name, by_phase[i], vw_phase_color(i));
+		add(a, name, (int64_t)by_phase[i], vw_phase_color(i));
 	}
 	snprintf(name, sizeof(name), "%s%s", what, ph.n ? ", outside NVTX ranges" : "");
-	add(a, name, by_phase[VW_MAX_PHASES],
+	add(a, name, (int64_t)(live - (phased < live ? phased : live)),
 	    ph.n ? vw_role_color(VW_ROLE_MERGED) : vw_phase_color(1));
 }
 
-static int measure(struct anatomy *a, const struct vw_trace *t, char *err, size_t errlen)
+static int measure(struct anatomy *a, const struct vw_trace *t, uint64_t at, char *err,
+                   size_t errlen)
 {
-	uint64_t frag = 0, cache = 0, context = 0;
-	size_t i, j;
+	struct mt_sample *s = NULL;
+	size_t ns = 0;
+	int rc = mt_samples_load(t->r, t->device, &s, &ns);
 
-	a->allocated = vw_live_at(t->req, t->nreq, a->at);
-	a->reserved = t->nseg ? vw_live_at(t->seg, t->nseg, a->at) : a->allocated;
-	a->sampled = vw_sample_at(t, a->at, &a->used);
-	if (t->nseg) {
-		struct vw_segmap m;
-		int rc = vw_segmap_recorded(t, a->at, &m, err, errlen);
-
-		if (rc < 0)
-			return rc;
-		for (i = 0; i < m.nsegs; i++) {
-			uint64_t live = 0;
-
-			for (j = m.segs[i].first; j < m.segs[i].first + m.segs[i].nblocks; j++)
-				if (m.blocks[j].allocated)
-					live += m.blocks[j].bytes;
-			if (live)
-				frag += m.segs[i].bytes - live;
-			else
-				cache += m.segs[i].bytes;
-		}
-		vw_segmap_release(&m);
-	}
-	if (a->sampled && a->used > a->reserved)
-		context = a->used - a->reserved;
-	a->context = context;
-	a->layer = t->layer;
-	add(a, "CUDA context and libraries", context, vw_role_color(VW_ROLE_CONTEXT));
+	if (rc < 0)
+		return vw_fail(err, errlen, rc, "%s", mt_reader_message(t->r));
+	rc = mt_anatomy_compute(&a->an, t->req, t->nreq, t->layer, t->seg, t->nseg, s, ns, at, err,
+	                        errlen);
+	free(s);
+	if (rc < 0)
+		return rc;
+	add(a, label(a, MT_PART_OTHER_PROCESSES), a->an.part[MT_PART_OTHER_PROCESSES],
+	    vw_role_color(VW_ROLE_OTHER_PROCESSES));
+	add(a, label(a, MT_PART_CONTEXT), a->an.part[MT_PART_CONTEXT],
+	    vw_role_color(VW_ROLE_CONTEXT));
 	tensors(a, t);
-	add(a, "fragmentation (free space in segments with live blocks)", frag,
+	add(a, label(a, MT_PART_FRAGMENTATION), a->an.part[MT_PART_FRAGMENTATION],
 	    vw_role_color(VW_ROLE_FRAGMENTATION));
-	add(a, "allocator cache (segments with nothing live)", cache, vw_role_color(VW_ROLE_CACHE));
+	add(a, label(a, MT_PART_CACHE), a->an.part[MT_PART_CACHE], vw_role_color(VW_ROLE_CACHE));
+	add(a, label(a, MT_PART_UNEXPLAINED), a->an.part[MT_PART_UNEXPLAINED],
+	    vw_role_color(VW_ROLE_UNEXPLAINED));
 	a->total = t->dev->total_bytes;
 	return 0;
+}
+
+/* The bytes the bar shows: the sample, or the parts when the sample reads
+ * less than they do (it lags the events) or there is none. */
+static uint64_t in_use(const struct anatomy *a)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		sum += a->part[i].bytes;
+	return a->an.available && a->an.used_bytes > sum ? a->an.used_bytes : sum;
 }
 
 /* The parts side by side in bar, scale bytes across its width, sizes
@@ -181,18 +189,20 @@ static double table(const struct vw_canvas *c, const struct anatomy *a, double x
 		y += row;
 	}
 	if (in_use) {
-		uint64_t held = a->reserved > a->allocated ? a->reserved - a->allocated : 0;
+		uint64_t held =
+		        (uint64_t)(a->an.part[MT_PART_CACHE] + a->an.part[MT_PART_FRAGMENTATION]);
 		char use[32];
 		int len;
 
 		mt_size_format(in_use, use, sizeof(use));
-		len = snprintf(line, sizeof(line), "Of the %s in use, %.1f%% are live %s", use,
-		               100.0 * (double)a->allocated / (double)in_use,
-		               a->layer == MT_LAYER_REQUEST ? "tensors" : "allocations");
-		if (a->context)
+		len = snprintf(line, sizeof(line), "Of the %s in use, %.1f%% are %s", use,
+		               100.0 * (double)a->an.part[MT_PART_LIVE] / (double)in_use,
+		               label(a, MT_PART_LIVE));
+		if (a->an.part[MT_PART_CONTEXT])
 			len += snprintf(line + len, sizeof(line) - (size_t)len,
 			                ", %.1f%% the CUDA context and libraries",
-			                100.0 * (double)a->context / (double)in_use);
+			                100.0 * (double)a->an.part[MT_PART_CONTEXT] /
+			                        (double)in_use);
 		if (held)
 			snprintf(line + len, sizeof(line) - (size_t)len,
 			         ", %.1f%% allocator memory with no live tensor in it",
@@ -201,10 +211,15 @@ static double table(const struct vw_canvas *c, const struct anatomy *a, double x
 		vw_text(c, x, y + row * 0.9, 1.05, false, VW_LEFT, VW_MIDDLE, line);
 		y += row * 1.6;
 	}
-	if (a->sampled && a->used < a->reserved) {
+	if (a->an.available && a->an.part[MT_PART_UNEXPLAINED] < 0) {
+		char less[32];
+
+		mt_size_format((uint64_t)-a->an.part[MT_PART_UNEXPLAINED], less, sizeof(less));
+		snprintf(line, sizeof(line),
+		         "the sample reads %s less than the parts: it lags the allocation events",
+		         less);
 		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
-		vw_text(c, x, y + row / 2, 0.85, false, VW_LEFT, VW_MIDDLE,
-		        "the sample reads less than the allocator holds: the context is not shown");
+		vw_text(c, x, y + row / 2, 0.85, false, VW_LEFT, VW_MIDDLE, line);
 		y += row;
 	}
 	return y;
@@ -216,19 +231,20 @@ static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
                           const struct anatomy *a, double y, double height)
 {
 	double f = c->font, x0 = f * 1.2, w = c->width - 2 * x0;
-	uint64_t in_use = a->sampled && a->used > a->reserved ? a->used : a->reserved;
-	uint64_t total = a->total > in_use ? a->total : in_use;
-	bool zoom = height > f * 24 && (double)in_use < 0.6 * (double)total;
+	uint64_t used = in_use(a);
+	uint64_t total = a->total > used ? a->total : used;
+	bool zoom = height > f * 24 && (double)used < 0.6 * (double)total;
 	struct vw_rect bar = { x0, round(y + f * 1.9), w,
 		               round(fmin(fmax(height * 0.08, f * 1.8), f * 3.2)) };
 	char head[256], sz[32], sz2[32];
-	double ty, iw = (double)in_use / (double)total * w;
+	double ty, iw = (double)used / (double)total * w;
 
 	mt_size_format(a->total, sz, sizeof(sz));
-	mt_size_format(in_use, sz2, sizeof(sz2));
+	mt_size_format(a->an.available ? a->an.used_bytes : used, sz2, sizeof(sz2));
 	snprintf(head, sizeof(head), "device %u \u00b7 %s \u00b7 %s total \u00b7 %s in use%s",
 	         t->dev->ordinal, t->dev->name && *t->dev->name ? t->dev->name : "unknown GPU", sz,
-	         sz2, a->sampled ? " (sampled: what nvidia-smi shows)" : " (no samples: reserved)");
+	         sz2,
+	         a->an.available ? " (sampled: what nvidia-smi shows)" : " (no samples: reserved)");
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
 	vw_text(c, x0, y, 1.05, true, VW_LEFT, VW_TOP, head);
 	draw_parts(c, a, bar, (double)total);
@@ -250,10 +266,10 @@ static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
 		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
 		vw_label(c, x0 + w / 2, big.y - f * 0.4, 0.85, VW_CENTER, VW_BOTTOM,
 		         "the memory in use, magnified", x0, x0 + w);
-		draw_parts(c, a, big, (double)in_use);
-		ty = bar_axis(c, big, (double)in_use);
+		draw_parts(c, a, big, (double)used);
+		ty = bar_axis(c, big, (double)used);
 	}
-	return table(c, a, x0, ty + f * 0.4, total, in_use) + f;
+	return table(c, a, x0, ty + f * 0.4, total, used) + f;
 }
 
 int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
@@ -282,7 +298,7 @@ int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_re
 	for (i = 0, rc = 0; i < n && rc == 0; i++) {
 		struct vw_trace t;
 		struct anatomy a;
-		uint64_t peak;
+		uint64_t peak, at;
 		char when[32], subtitle[512], base[384];
 
 		rc = vw_trace_load(&t, r, ids[i],
@@ -291,11 +307,11 @@ int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_re
 		if (rc < 0)
 			break;
 		memset(&a, 0, sizeof(a));
-		a.at = o->at_set ? t.t0 + o->at : vw_peak_moment(t.req, t.nreq, &peak);
-		rc = measure(&a, &t, err, errlen);
+		at = o->at_set ? t.t0 + o->at : vw_peak_moment(t.req, t.nreq, &peak);
+		rc = measure(&a, &t, at, err, errlen);
 		if (rc == 0 && i == 0) {
 			vw_trace_subtitle(&t, o->trace_name, base, sizeof(base));
-			mt_duration_format(a.at - t.t0, when, sizeof(when));
+			mt_duration_format(at - t.t0, when, sizeof(when));
 			snprintf(subtitle, sizeof(subtitle), "%s \u00b7 at %s (%s)", base, when,
 			         o->at_set ? "as asked" : "peak of live bytes");
 			y = vw_title(c, "Where the device memory went", subtitle) + c->font * 0.5;

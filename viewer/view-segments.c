@@ -35,12 +35,12 @@ struct layout {
 
 /* A part of a segment drawn on one row: bytes [p0, p1) of it at (x, row). */
 typedef void (*piece_fn)(const struct vw_canvas *c, const struct layout *l,
-                         const struct vw_segmap *m, size_t seg, uint64_t p0, uint64_t p1, double x,
+                         const struct mt_segmap *m, size_t seg, uint64_t p0, uint64_t p1, double x,
                          size_t row, size_t *colour);
 
 /* Lays the map out and hands each piece to fn (NULL: only counts); returns
  * the rows used. */
-static size_t place(const struct vw_canvas *c, const struct layout *l, const struct vw_segmap *m,
+static size_t place(const struct vw_canvas *c, const struct layout *l, const struct mt_segmap *m,
                     piece_fn fn)
 {
 	size_t i, row = 0, colour = 0;
@@ -77,10 +77,10 @@ static size_t place(const struct vw_canvas *c, const struct layout *l, const str
 	return l->packed ? row + (x > 0) : m->nsegs;
 }
 
-static void draw_piece(const struct vw_canvas *c, const struct layout *l, const struct vw_segmap *m,
+static void draw_piece(const struct vw_canvas *c, const struct layout *l, const struct mt_segmap *m,
                        size_t seg, uint64_t p0, uint64_t p1, double x, size_t row, size_t *colour)
 {
-	const struct vw_segment *s = &m->segs[seg];
+	const struct mt_segmap_segment *s = &m->segs[seg];
 	double y = l->rows_y + (double)row * (l->row_h + l->gap), w, left = l->x + x;
 	size_t j;
 
@@ -97,7 +97,7 @@ static void draw_piece(const struct vw_canvas *c, const struct layout *l, const 
 		cairo_fill(c->cr);
 	}
 	for (j = s->first; j < s->first + s->nblocks; j++) {
-		const struct vw_block *b = &m->blocks[j];
+		const struct mt_segmap_block *b = &m->blocks[j];
 		uint64_t b0 = b->address - s->address, b1 = b0 + b->bytes;
 		double x0, x1;
 
@@ -114,7 +114,7 @@ static void draw_piece(const struct vw_canvas *c, const struct layout *l, const 
 }
 
 /* Chooses the rows for maps in [top, bottom). */
-static void lay_out(const struct vw_canvas *c, struct layout *l, const struct vw_segmap *maps,
+static void lay_out(const struct vw_canvas *c, struct layout *l, const struct mt_segmap *maps,
                     size_t n, double top, double bottom)
 {
 	double avail = floor(bottom - top), pitch;
@@ -156,7 +156,7 @@ static void lay_out(const struct vw_canvas *c, struct layout *l, const struct vw
 	l->scale = l->w / (double)lo;
 }
 
-static void caption(const struct vw_canvas *c, const struct vw_segmap *m, double x, double y,
+static void caption(const struct vw_canvas *c, const struct mt_segmap *m, double x, double y,
                     double w)
 {
 	char res[32], alloc[32], free_[32], line[256], fit[256];
@@ -179,7 +179,7 @@ static void caption(const struct vw_canvas *c, const struct vw_segmap *m, double
 	vw_text(c, x, y + c->font * 2.9, 0.9, false, VW_LEFT, VW_TOP, fit);
 }
 
-static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct vw_segmap *maps,
+static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct mt_segmap *maps,
                  size_t n, const struct mt_render_options *o, const char *why)
 {
 	double f = c->font, margin = f * 1.2, gap = f * 2.5, top, panel_w;
@@ -219,7 +219,7 @@ static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct vw_
 int vw_view_segments(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                      char *err, size_t errlen)
 {
-	struct vw_segmap maps[MAX_PANELS];
+	struct mt_segmap maps[MAX_PANELS];
 	struct vw_trace t;
 	char **specs = NULL;
 	size_t nspecs = 0, n = 0, i;
@@ -259,7 +259,7 @@ int vw_view_segments(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 		draw(c, &t, maps, n, o, why);
 out:
 	for (i = 0; i < n; i++)
-		vw_segmap_release(&maps[i]);
+		mt_segmap_release(&maps[i]);
 	vw_specs_free(specs, nspecs);
 	vw_trace_release(&t);
 	return rc;

@@ -12,6 +12,7 @@
 
 #include <cairo.h>
 
+#include "memtrace-analyze.h"
 #include "memtrace-format.h"
 #include "memtrace-replay.h"
 #include "memtrace-viewer.h"
@@ -41,10 +42,12 @@ enum vw_role {
 	VW_ROLE_PEAK,
 	VW_ROLE_OOM,
 	VW_ROLE_KERNEL,
-	VW_ROLE_CONTEXT,       /* CUDA context and libraries */
-	VW_ROLE_CACHE,         /* allocator cache: segments with nothing live */
-	VW_ROLE_FRAGMENTATION, /* free space in segments that hold live blocks */
-	VW_ROLE_DEVICE_FREE,   /* device memory nobody holds */
+	VW_ROLE_CONTEXT,         /* CUDA context and libraries */
+	VW_ROLE_CACHE,           /* allocator cache: segments with nothing live */
+	VW_ROLE_FRAGMENTATION,   /* free space in segments that hold live blocks */
+	VW_ROLE_DEVICE_FREE,     /* device memory nobody holds */
+	VW_ROLE_OTHER_PROCESSES, /* device memory of other processes (samples) */
+	VW_ROLE_UNEXPLAINED,     /* sampled use the events do not explain */
 };
 
 struct vw_rgb vw_role_color(enum vw_role role);
@@ -206,12 +209,9 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 void vw_trace_release(struct vw_trace *t);
 /* The device row ids of r that hold allocations, ascending. *ids malloc'd. */
 int vw_trace_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen);
-/* Bytes of the lifetimes live at ts (start <= ts < end). */
-uint64_t vw_live_at(const struct mt_lifetime *l, size_t n, uint64_t ts);
-/* The moment live bytes of l first reach their peak. */
+/* The moment live bytes of l first reach their peak (mt_peak_moment; the
+ * start of the trace when it cannot tell). */
 uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_bytes);
-/* The first sample at or after ts (else the last); false if none. */
-bool vw_sample_at(const struct vw_trace *t, uint64_t ts, uint64_t *used);
 /* "NAME · GPU · capture MODE" for subtitles. */
 void vw_trace_subtitle(const struct vw_trace *t, const char *trace_name, char *buf, size_t len);
 
@@ -319,40 +319,17 @@ int vw_policy_runs(const struct vw_trace *t, const char *specs, size_t points,
                    struct vw_policy_run **out, size_t *n, char *err, size_t errlen);
 void vw_policy_runs_free(struct vw_policy_run *runs, size_t n);
 
-/* ---- segmap.c: segment maps at a moment ------------------------------------ */
-
-struct vw_block {
-	uint64_t address, bytes;
-	bool allocated;
-};
-
-struct vw_segment {
-	uint64_t address, bytes;
-	size_t first; /* index of its first block */
-	size_t nblocks;
-};
-
-/* Segments largest first, each with its blocks in address order. */
-struct vw_segmap {
-	char name[96];
-	uint64_t at;
-	struct vw_segment *segs;
-	size_t nsegs;
-	struct vw_block *blocks;
-	size_t nblocks;
-	uint64_t reserved, allocated, largest_free;
-};
+/* ---- segmap.c: segment maps at a moment (struct mt_segmap, analyze) ------- */
 
 /* The recorded allocator at `at`: driver-layer segments with the request
  * blocks inside them (a trace without requests: each driver allocation is
  * one fully used segment). */
-int vw_segmap_recorded(const struct vw_trace *t, uint64_t at, struct vw_segmap *m, char *err,
+int vw_segmap_recorded(const struct vw_trace *t, uint64_t at, struct mt_segmap *m, char *err,
                        size_t errlen);
 /* The policy `spec` replayed under sim up to `at` (every event with ts <=
  * at applied), walked. */
-int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, struct vw_segmap *m,
+int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, struct mt_segmap *m,
                      char *err, size_t errlen);
-void vw_segmap_release(struct vw_segmap *m);
 
 /* ---- the views -------------------------------------------------------------- */
 

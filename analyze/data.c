@@ -1,0 +1,316 @@
+/* data.c — one device's data for the analyses: lifetimes of the request
+ * and driver layers, samples, the NVTX ranges of the device's processes and
+ * failed allocations; and the shared helpers (messages, growing arrays).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze-private.h"
+
+int an_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+int an_grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+	void *q;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 256;
+	q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+static int reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
+{
+	if (rc == -ENOMEM)
+		return an_fail(err, errlen, rc, "out of memory");
+	return an_fail(err, errlen, rc, "%s", mt_reader_message(r));
+}
+
+static int device_stats(struct mt_reader *r, uint32_t device,
+                        struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1])
+{
+	struct mt_query q = { .device = device };
+
+	return mt_reader_kind_stats(r, &q, st);
+}
+
+int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen)
+{
+	size_t count = mt_reader_device_count(r), i, m = 0;
+	uint32_t *out = calloc(count ? count : 1, sizeof(*out));
+
+	if (!out)
+		return an_fail(err, errlen, -ENOMEM, "out of memory");
+	for (i = 0; i < count; i++) {
+		struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+		const struct mt_device *d = mt_reader_device(r, i);
+		int rc = device_stats(r, d->id, st);
+
+		if (rc < 0) {
+			free(out);
+			return reader_fail(r, rc, err, errlen);
+		}
+		if (st[MT_EVENT_ALLOC].events || st[MT_EVENT_FREE].events ||
+		    st[MT_EVENT_ALLOC_FAILED].events)
+			out[m++] = d->id;
+	}
+	*ids = out;
+	*n = m;
+	return 0;
+}
+
+int mt_device_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1)
+{
+	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+	int rc = device_stats(r, device, st);
+	unsigned k;
+
+	*t0 = UINT64_MAX;
+	*t1 = 0;
+	if (rc < 0)
+		return rc;
+	for (k = 1; k <= MT_EVENT_KIND_MAX; k++) {
+		bool activity =
+		        k == MT_EVENT_KERNEL || k == MT_EVENT_MEMCPY || k == MT_EVENT_MEMSET;
+
+		if (!st[k].events)
+			continue;
+		if (!activity && st[k].first_ts < *t0)
+			*t0 = st[k].first_ts;
+		if (st[k].last_ts > *t1)
+			*t1 = st[k].last_ts;
+	}
+	if (*t0 == UINT64_MAX)
+		*t0 = *t1;
+	return 0;
+}
+
+/* Every event of the query, handed to fn. */
+static int walk(struct mt_reader *r, const struct mt_query *q,
+                int (*fn)(void *data, const struct mt_event *ev), void *data)
+{
+	struct mt_iter *it = NULL;
+	struct mt_event ev;
+	int rc;
+
+	rc = mt_reader_iter(r, q, &it);
+	while (rc >= 0 && (rc = mt_iter_next(it, &ev)) == 1)
+		rc = fn(data, &ev);
+	mt_iter_free(it);
+	return rc < 0 ? rc : 0;
+}
+
+struct samples {
+	struct mt_sample *v;
+	size_t n, cap;
+};
+
+static int add_sample(void *data, const struct mt_event *ev)
+{
+	struct samples *s = data;
+
+	if (an_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v)) < 0)
+		return -ENOMEM;
+	s->v[s->n++] =
+	        (struct mt_sample){ ev->ts, ev->sample.used_bytes, ev->sample.process_bytes };
+	return 0;
+}
+
+int mt_samples_load(struct mt_reader *r, uint32_t device, struct mt_sample **out, size_t *n)
+{
+	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_SAMPLE), .device = device };
+	struct samples s = { 0 };
+	int rc = walk(r, &q, add_sample, &s);
+
+	if (rc < 0) {
+		free(s.v);
+		return rc;
+	}
+	*out = s.v;
+	*n = s.n;
+	return 0;
+}
+
+/* The processes with allocations on the device, and the events we keep. */
+struct collect {
+	struct mt_device_data *d;
+	uint32_t *procs;
+	size_t nprocs;
+	size_t cap;
+};
+
+static bool has_process(const struct collect *c, uint32_t p)
+{
+	size_t i;
+
+	for (i = 0; i < c->nprocs; i++)
+		if (c->procs[i] == p)
+			return true;
+	return false;
+}
+
+static int note_process(struct collect *c, uint32_t p)
+{
+	if (has_process(c, p))
+		return 0;
+	if (an_grow((void **)&c->procs, &c->cap, c->nprocs, sizeof(*c->procs)) < 0)
+		return -ENOMEM;
+	c->procs[c->nprocs++] = p;
+	return 0;
+}
+
+static int add_range(void *data, const struct mt_event *ev)
+{
+	struct collect *c = data;
+	struct mt_device_data *d = c->d;
+	if (!has_process(c, ev->process))
+		return 0;
+	if (d->nranges % 256 == 0) {
+		struct mt_range *g = realloc(d->ranges, (d->nranges + 256) * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		d->ranges = g;
+	}
+	d->ranges[d->nranges++] = (struct mt_range){
+		.start = ev->ts,
+		.end = ev->range.end,
+		.process = ev->process,
+		.name = ev->range.name,
+		.domain = ev->range.domain,
+		.thread = ev->range.thread,
+		.depth = ev->range.depth,
+	};
+	return 0;
+}
+
+static int add_fail(void *data, const struct mt_event *ev)
+{
+	struct collect *c = data;
+	struct mt_device_data *d = c->d;
+
+	if (d->nfails % 64 == 0) {
+		struct mt_failure *f = realloc(d->fails, (d->nfails + 64) * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		d->fails = f;
+	}
+	d->fails[d->nfails++] = (struct mt_failure){
+		.ts = ev->ts,
+		.bytes = ev->failed.bytes,
+		.free_bytes = ev->failed.free_bytes,
+		.stream = ev->failed.stream,
+		.process = ev->process,
+		.site = ev->failed.site,
+		.error = ev->failed.error,
+		.layer = ev->failed.layer,
+		.api = ev->failed.api,
+	};
+	return note_process(c, ev->process);
+}
+
+static int lifetimes(struct mt_device_data *d, unsigned layer, struct mt_lifetime **out, size_t *n)
+{
+	struct mt_query q = { .device = d->device };
+
+	return mt_reader_lifetimes(d->r, &q, layer, out, n);
+}
+
+static int load_events(struct mt_device_data *d)
+{
+	struct mt_query fq = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC_FAILED), .device = d->device };
+	struct mt_query rq = { .kinds = MT_KIND_BIT(MT_EVENT_RANGE) };
+	struct collect c = { .d = d };
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < d->nlive && rc == 0; i++)
+		rc = note_process(&c, d->live[i].process);
+	for (i = 0; i < d->nseg && rc == 0; i++)
+		rc = note_process(&c, d->seg[i].process);
+	if (rc == 0)
+		rc = walk(d->r, &fq, add_fail, &c);
+	if (rc == 0)
+		rc = walk(d->r, &rq, add_range, &c);
+	if (rc == 0)
+		rc = mt_samples_load(d->r, d->device, &d->samples, &d->nsamples);
+	free(c.procs);
+	return rc;
+}
+
+int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t device, char *err,
+                        size_t errlen)
+{
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	d->r = r;
+	if (device == 0) {
+		uint32_t *ids = NULL;
+		size_t n = 0;
+
+		rc = mt_analyze_devices(r, &ids, &n, err, errlen);
+		if (rc < 0)
+			return rc;
+		device = n ? ids[0] : 0;
+		free(ids);
+		if (!device)
+			return an_fail(err, errlen, -ENOENT, "the trace holds no allocations");
+	}
+	d->device = device;
+	d->dev = mt_reader_device_by_id(r, device);
+	if (!d->dev)
+		return an_fail(err, errlen, -EINVAL, "the trace has no device %u", device);
+	rc = mt_device_span(r, device, &d->t0, &d->t1);
+	if (rc == 0)
+		rc = mt_reader_request_layer(r, &d->layer);
+	if (rc == 0)
+		rc = lifetimes(d, d->layer, &d->live, &d->nlive);
+	if (rc == 0 && d->nlive == 0 && d->layer == MT_LAYER_REQUEST) {
+		free(d->live);
+		d->live = NULL;
+		d->layer = MT_LAYER_DRIVER;
+		rc = lifetimes(d, d->layer, &d->live, &d->nlive);
+	}
+	if (rc == 0 && d->layer == MT_LAYER_REQUEST)
+		rc = lifetimes(d, MT_LAYER_DRIVER, &d->seg, &d->nseg);
+	if (rc == 0)
+		rc = load_events(d);
+	if (rc < 0) {
+		rc = reader_fail(r, rc, err, errlen);
+		mt_device_data_release(d);
+	}
+	return rc;
+}
+
+void mt_device_data_release(struct mt_device_data *d)
+{
+	free(d->live);
+	free(d->seg);
+	free(d->samples);
+	free(d->ranges);
+	free(d->fails);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,319 @@
+/* memtrace-analyze.h — what used the memory: the computations behind
+ * `memtrace report` and the viewer's anatomy.
+ *
+ * One device of a trace at a time. mt_device_data_load reads what the
+ * analyses need (lifetimes of the request and driver layers, samples, the
+ * NVTX ranges of the device's processes, failed allocations); the pieces
+ * below work on that data:
+ *  - anatomy: the sampled device memory in use at a moment split into other
+ *    processes, CUDA context and libraries, allocator cache,
+ *    fragmentation, live allocations and what is unexplained — parts that
+ *    add up to the sample exactly;
+ *  - peak and the largest allocations live at a moment, with call site and
+ *    the innermost NVTX range open when each was made;
+ *  - per NVTX range name: bytes allocated inside it and peak live bytes;
+ *  - allocations never freed; failed allocations (OOM) explained with what
+ *    was live and which saved replays would have fit;
+ *  - segment maps of the recorded allocator at a moment;
+ *  - call-site strings (one frame per line, innermost first).
+ * mt_device_report_build runs them all in a few passes over the data.
+ *
+ * Times are nanoseconds on the trace's clock. Errors are negative errno
+ * values (-ENOMEM, -ENOENT nothing to analyse, or what the reader returned)
+ * with a one-line message in the caller's buffer. Nothing here prints or
+ * exits. Uses format only (and jansson to read saved replay results).
+ */
+#ifndef MEMTRACE_ANALYZE_H
+#define MEMTRACE_ANALYZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtrace-format.h"
+
+/* ---- one device's data ------------------------------------------------------- */
+
+/* A sample: device memory in use (what nvidia-smi shows) and, when known
+ * (else 0), the recorded process's share. */
+struct mt_sample {
+	uint64_t ts;
+	uint64_t used_bytes;
+	uint64_t process_bytes;
+};
+
+/* An NVTX range; end = MT_TIME_UNKNOWN when never closed (open to the end). */
+struct mt_range {
+	uint64_t start, end;
+	uint32_t process;
+	uint32_t name, domain; /* interned strings */
+	uint32_t thread, depth;
+};
+
+/* A failed allocation (alloc_failed event). */
+struct mt_failure {
+	uint64_t ts;
+	uint64_t bytes;      /* requested */
+	uint64_t free_bytes; /* device free memory then, as recorded */
+	uint64_t stream;
+	uint32_t process, site, error;
+	uint8_t layer, api;
+};
+
+struct mt_device_data {
+	struct mt_reader *r;
+	const struct mt_device *dev;
+	uint32_t device;
+	/* first memory event of the device (kernels and copies do not count:
+	 * a stray activity record may lack its start time) and last event */
+	uint64_t t0, t1;
+	unsigned layer;           /* the layer of live: request, else driver */
+	struct mt_lifetime *live; /* what the program asked for, in start order */
+	size_t nlive;
+	struct mt_lifetime *seg; /* driver-layer segments when layer is request */
+	size_t nseg;
+	struct mt_sample *samples; /* in time order */
+	size_t nsamples;
+	/* NVTX ranges of the processes with events on this device (ranges are
+	 * recorded on a process's first device row, so every device's are read
+	 * and matched by process), in start order */
+	struct mt_range *ranges;
+	size_t nranges;
+	struct mt_failure *fails;
+	size_t nfails;
+};
+
+/* The device row ids of r with alloc, free or alloc_failed events,
+ * ascending. *ids is malloc'd (may be NULL when *n is 0). */
+int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen);
+
+/* The first memory event (alloc, free, alloc_failed, range, sample, pool)
+ * and the last event of any kind on the device; t0 = t1 = 0 when none.
+ * "Time since the start" in reports and pictures counts from t0. */
+int mt_device_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1);
+
+/* Loads device (0 = the first that mt_analyze_devices lists) of r into d.
+ * Lifetimes are as mt_reader_lifetimes gives them (a NO_ALLOC one has
+ * start MT_TIME_UNKNOWN, a NO_FREE one end MT_TIME_UNKNOWN). -ENOENT when
+ * the device holds no allocations. Release with mt_device_data_release. */
+int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t device, char *err,
+                        size_t errlen);
+/* Frees what d holds (not the reader); accepts a zeroed d. */
+void mt_device_data_release(struct mt_device_data *d);
+
+/* Reads the samples of device (0 = all) in time order; *out malloc'd. */
+int mt_samples_load(struct mt_reader *r, uint32_t device, struct mt_sample **out, size_t *n);
+
+/* ---- live bytes and the peak ------------------------------------------------- */
+
+/* Whether l is live at ts: allocated at or before ts (a NO_ALLOC lifetime
+ * always was) and not freed at or before ts. */
+bool mt_lifetime_live_at(const struct mt_lifetime *l, uint64_t ts);
+/* Bytes of the lifetimes live at ts. */
+uint64_t mt_live_at(const struct mt_lifetime *l, size_t n, uint64_t ts);
+/* The first moment at which the bytes live after all events of that moment
+ * are the most, and those bytes (0 and the earliest start when nothing is
+ * ever live). Frees of memory never seen allocated (NO_ALLOC) count as live
+ * from the start. -ENOMEM on allocation failure. */
+int mt_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_bytes, uint64_t *at);
+
+/* ---- segment maps ------------------------------------------------------------- */
+
+struct mt_segmap_block {
+	uint64_t address, bytes;
+	bool allocated;
+};
+
+struct mt_segmap_segment {
+	uint64_t address, bytes;
+	size_t first; /* index of its first block */
+	size_t nblocks;
+};
+
+/* Segments (largest first once finished), each with its blocks in address
+ * order: live blocks and the free space between them. */
+struct mt_segmap {
+	char name[96];
+	uint64_t at;
+	struct mt_segmap_segment *segs;
+	size_t nsegs;
+	struct mt_segmap_block *blocks;
+	size_t nblocks;
+	uint64_t reserved, allocated, largest_free;
+	size_t scap, bcap; /* capacities (private) */
+};
+
+/* The recorded allocator at `at`: the segments live at that moment (segs;
+ * NULL = each allocation of blocks is a fully used segment of its own,
+ * for traces without a request layer) with the live blocks that fall
+ * inside them. m is initialised here; finished (sorted, totals filled).
+ * Returns 0 or -ENOMEM. */
+int mt_segmap_recorded(struct mt_segmap *m, const struct mt_lifetime *segs, size_t nsegs,
+                       const struct mt_lifetime *blocks, size_t nblocks, uint64_t at);
+/* Building a map by hand (a policy's walk): start from a zeroed m, add a
+ * segment, then its blocks in address order (empty ones are skipped), then
+ * mt_segmap_finish. Return 0 or -ENOMEM. */
+int mt_segmap_add_segment(struct mt_segmap *m, uint64_t address, uint64_t bytes);
+int mt_segmap_add_block(struct mt_segmap *m, uint64_t address, uint64_t bytes, bool allocated);
+/* Sorts the segments largest first and fills reserved, allocated and
+ * largest_free. */
+void mt_segmap_finish(struct mt_segmap *m);
+/* Bytes of live blocks in segment i. */
+uint64_t mt_segmap_segment_live(const struct mt_segmap *m, size_t i);
+/* Frees the arrays; accepts a zeroed map. */
+void mt_segmap_release(struct mt_segmap *m);
+
+/* ---- anatomy ------------------------------------------------------------------ */
+
+enum mt_anatomy_part {
+	MT_PART_OTHER_PROCESSES = 0, /* sample.used − sample.process when known */
+	MT_PART_CONTEXT = 1,         /* this process's use − driver memory live */
+	MT_PART_CACHE = 2,           /* segments with nothing live */
+	MT_PART_FRAGMENTATION = 3,   /* free space in segments with live blocks */
+	MT_PART_LIVE = 4,            /* live requests (tensors), else driver allocations */
+	MT_PART_UNEXPLAINED = 5,     /* the rest; negative when the sample lags */
+};
+#define MT_PART_COUNT 6
+
+struct mt_anatomy {
+	/* false: no sample on the device; why says so. The parts that need no
+	 * sample (cache, fragmentation, live) are filled all the same. */
+	bool available;
+	char why[96];
+	uint64_t at;
+	uint64_t sample_ts;          /* the sample used: at or before `at`, else the first after */
+	uint64_t used_bytes;         /* the total: the sample's device memory in use */
+	uint64_t process_bytes;      /* the sample's process share, 0 unknown */
+	uint64_t driver_live;        /* driver-layer bytes live at `at` */
+	uint64_t reserved;           /* segment bytes live (= driver_live with segments) */
+	unsigned layer;              /* layer of the live part */
+	bool cache_known;            /* false: no segments recorded (as-is capture) */
+	int64_t part[MT_PART_COUNT]; /* sum = used_bytes when available */
+};
+
+/* Stable JSON key of a part ("other_processes", "cuda_context_and_libraries",
+ * "allocator_cache", "fragmentation", "live_allocations", "unexplained"),
+ * and its words for people ("live tensors" for the request layer). NULL
+ * for an unknown part. */
+const char *mt_anatomy_part_key(unsigned part);
+const char *mt_anatomy_part_label(unsigned part, unsigned layer);
+
+/* The anatomy at `at`: live are the lifetimes of `layer`; segs the
+ * driver-layer segments when layer is request (NULL/0 otherwise or when
+ * none were recorded: cache unknown, counted 0); samples in time order.
+ * The parts add up to the sample exactly (unexplained takes the rest).
+ * Returns 0 or -ENOMEM with a message. */
+int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, size_t nlive,
+                       unsigned layer, const struct mt_lifetime *segs, size_t nsegs,
+                       const struct mt_sample *samples, size_t nsamples, uint64_t at, char *err,
+                       size_t errlen);
+
+/* ---- call sites --------------------------------------------------------------- */
+
+/* A call-site string holds the call stack, one frame per line ('\n'),
+ * innermost first: Python frames "path:line:function", native frames
+ * "function+0xOFF (module)" or "module+0xOFF". */
+
+/* Number of frames (non-empty lines) in stack; 0 for NULL or "". */
+size_t mt_site_frame_count(const char *stack);
+/* Frame i (0 = innermost) copied into buf (truncated to len); returns buf,
+ * "" when out of range. */
+char *mt_site_frame(const char *stack, size_t i, char *buf, size_t len);
+/* The frame that names the allocation for people: the innermost frame not
+ * inside PyTorch's own package (a frame containing "/torch/"), else the
+ * innermost frame. Returns its index, or (size_t)-1 when stack is empty. */
+size_t mt_site_display_index(const char *stack);
+
+/* ---- NVTX ranges ---------------------------------------------------------- */
+
+/* Per range name (and domain): instances, bytes allocated while an instance
+ * is open (in the same process; one allocation counts once per name even
+ * inside nested or overlapping instances) and the most bytes live on the
+ * device at any moment while an instance is open. */
+struct mt_range_stats {
+	uint32_t name, domain;
+	uint64_t instances;
+	uint64_t allocations;
+	uint64_t bytes_allocated;
+	uint64_t peak_live;
+	uint64_t peak_at;
+};
+
+/* ---- the report -------------------------------------------------------------- */
+
+#define MT_REPORT_TOP 20
+#define MT_REPORT_OOM_LARGEST 5
+
+/* An allocation in a report's list. */
+struct mt_report_alloc {
+	const struct mt_lifetime *l;  /* into the report's data */
+	const struct mt_range *range; /* innermost range open when allocated, or NULL */
+};
+
+/* A saved replay of the device (the latest per policy and parameters). */
+struct mt_report_replay {
+	const struct mt_replay_record *rec; /* owned by the reader */
+	uint64_t peak_reserved;
+	uint64_t oom_count;
+};
+
+struct mt_report_oom {
+	const struct mt_failure *f;
+	/* false past the first 100 failures: only the recorded figures (f) */
+	bool detailed;
+	uint64_t live_bytes; /* of the live layer at the failure's moment */
+	struct mt_report_alloc largest[MT_REPORT_OOM_LARGEST];
+	size_t nlargest;
+	/* what the allocator could have held: the device total less the
+	 * sampled use outside the allocator (other processes, context), when a
+	 * sample is known; else the device total */
+	uint64_t budget;
+	bool budget_sampled;
+	/* per saved replay (same order as the report's replays): fits = no OOM
+	 * and peak reserved <= budget */
+	bool *fits;
+};
+
+struct mt_report_options {
+	bool at_set; /* false: the peak */
+	uint64_t at; /* since t0 */
+	/* called between stages and every ~1% of the sweep when set */
+	void (*progress)(void *data, uint64_t done, uint64_t total);
+	void *progress_data;
+};
+
+struct mt_device_report {
+	struct mt_device_data data;
+	uint64_t peak_bytes, peak_at; /* of the live layer */
+	uint64_t at;                  /* the moment asked (absolute), = peak_at by default */
+	struct mt_anatomy anatomy;    /* at `at` */
+	uint64_t live_at_bytes;       /* live bytes at `at` */
+	struct mt_report_alloc top[MT_REPORT_TOP]; /* largest live at `at`, descending */
+	size_t ntop;
+	struct mt_report_alloc top_peak[MT_REPORT_TOP]; /* the same at the peak */
+	size_t ntop_peak;
+	/* bytes live at the peak whose allocation has a call site or a range,
+	 * and their share of peak_bytes (0 when the peak is 0) */
+	uint64_t attributed_bytes;
+	double attributed_fraction;
+	struct mt_range_stats *ranges; /* by bytes allocated, descending */
+	size_t nranges;
+	uint64_t never_freed_count, never_freed_bytes;
+	struct mt_report_alloc never_freed[MT_REPORT_TOP]; /* largest first */
+	size_t nnever_freed;
+	struct mt_report_replay *replays;
+	size_t nreplays;
+	struct mt_report_oom *ooms; /* one per failed allocation, in time order */
+	size_t nooms;
+	const struct mt_range **range_of; /* per live lifetime (private) */
+};
+
+/* Builds the report of device (0 = the first with allocations) of r.
+ * Returns 0, -EINVAL when the moment asked lies after the trace, or what
+ * loading returned, with a message. Release with mt_device_report_release. */
+int mt_device_report_build(struct mt_device_report *rep, struct mt_reader *r, uint32_t device,
+                           const struct mt_report_options *opt, char *err, size_t errlen);
+/* Accepts a zeroed report. */
+void mt_device_report_release(struct mt_device_report *rep);
+
+#endif /* MEMTRACE_ANALYZE_H */

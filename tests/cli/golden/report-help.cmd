@@ -1,0 +1,2 @@
+"$MEMTRACE" report --help
+"$MEMTRACE" help report | cmp - <("$MEMTRACE" report -h) && echo same
