@@ -3,7 +3,8 @@ Python data, and computes the figures the recorder's checks compare with
 PyTorch's own: peak live bytes per layer (from the events, independently of
 the reader's own peak), the peak of the bytes a `caching` replay hands out
 (PyTorch's max_memory_allocated), the largest reserved total the PyTorch
-bridge saw, and bytes per alloc/free event."""
+bridge saw, and bytes per alloc/free event. The figures take `process` (a
+process row id) to look at one process of a multi-process trace."""
 import json
 import subprocess
 from collections import defaultdict
@@ -69,16 +70,20 @@ class Trace:
         return [e for e in self.events["free"] if (layer is None or e["layer"] == layer)
                 and all(e[k] == v for k, v in match.items())]
 
-    def merged(self, layer):
-        """Alloc and free events of one layer in trace order."""
-        ev = [("a", e) for e in self.allocs(layer)] + [("f", e) for e in self.frees(layer)]
+    def merged(self, layer, process=None, **match):
+        """Alloc and free events of one layer (of one process; matching
+        `match`, e.g. mem="async_pool") in trace order."""
+        if process is not None:
+            match["process"] = process
+        ev = [("a", e) for e in self.allocs(layer, **match)] + \
+             [("f", e) for e in self.frees(layer, **match)]
         ev.sort(key=lambda x: (x[1]["ts"], x[1]["process"], x[1]["seq"]))
         return ev
 
-    def pairing(self, layer):
+    def pairing(self, layer, process=None, **match):
         """(pairs, unmatched frees, never freed, size mismatches) by address."""
         live, pairs, unmatched, mismatched = {}, 0, 0, 0
-        for kind, e in self.merged(layer):
+        for kind, e in self.merged(layer, process, **match):
             key = (e["process"], e["device"], e["addr"])
             if kind == "a":
                 live[key] = e
@@ -91,9 +96,9 @@ class Trace:
                 unmatched += 1
         return pairs, unmatched, len(live), mismatched
 
-    def peak_live(self, layer):
+    def peak_live(self, layer, process=None):
         live, cur, peak = {}, 0, 0
-        for kind, e in self.merged(layer):
+        for kind, e in self.merged(layer, process):
             key = (e["process"], e["device"], e["addr"])
             if kind == "a":
                 b = e["bytes"]
@@ -104,9 +109,25 @@ class Trace:
                 cur -= live.pop(key)
         return peak
 
-    def torch_reserved_peak(self):
+    def torch_reserved_peak(self, process=None):
+        """Largest reserved total the PyTorch bridge reported (pool MT_TORCH_POOL).
+        The bridge counts per process and device: with several processes
+        (or devices) give `process` and look at one at a time."""
         torch_pool = 0x746f726368
-        return max([e["reserved"] for e in self.events["pool"] if e["pool"] == torch_pool] or [0])
+        return max([e["reserved"] for e in self.events["pool"] if e["pool"] == torch_pool
+                    and (process is None or e["process"] == process)] or [0])
+
+    def process_of_pid(self, pid):
+        """The process rows with this pid (an exec keeps the pid: two rows)."""
+        return [p for p in self.processes if p["pid"] == pid]
+
+    def device_rows_of(self, process, kinds=None):
+        """Device row ids the events of one process are on (all kinds unless given)."""
+        return {e["device"] for k, evs in self.events.items() if kinds is None or k in kinds
+                for e in evs if e["process"] == process}
+
+    def device(self, row):
+        return next((d for d in self.devices if d["id"] == row), None)
 
     def bytes_per_alloc_free(self):
         n = self.stats.get("alloc", {}).get("events", 0) + self.stats.get("free", {}).get("events", 0)

@@ -9,56 +9,18 @@ Environment: MEMTRACE (the binary), TRACE_DUMP, SAMPLES (folder of the
 built samples: sample-sync, ..., second-subscriber), MT_SOURCE_ROOT.
 Prints one "ok"/"not ok" line per check (TAP) and exits 1 on any failure.
 """
-import ctypes
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_trace import Trace, caching_peak_allocated  # noqa: E402
-
-MEMTRACE = os.environ.get("MEMTRACE", "memtrace")
-DUMP = os.environ.get("TRACE_DUMP", "trace-dump")
-SAMPLES = os.environ.get("SAMPLES", ".")
-SRC = os.environ.get("MT_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
-MiB = 1 << 20
-
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append(bool(cond))
-    print("%s %d - %s%s" % ("ok" if cond else "not ok", len(results), name,
-                            "" if cond else "  # " + str(detail)), flush=True)
-
-
-def have_gpu():
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-        n = ctypes.c_int(0)
-        return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
-    except OSError:
-        return False
-
-
-def record(out, prog, *args, opts=(), env=None, timeout=300):
-    cmd = [MEMTRACE, "record", "-o", out] + list(opts) + ["--", prog] + list(args)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=timeout, env=env)
-    return p
-
-
-def sample(name):
-    return os.path.join(SAMPLES, "sample-" + name)
-
-
-def sizes(events):
-    return sorted(e["bytes"] for e in events)
+from gpu_common import (DUMP, MEMTRACE, SAMPLES, MiB, check, main_of, record,  # noqa: E402
+                        sample, sizes, skip, warnings)
 
 
 def test_sync(tmp):
@@ -223,10 +185,6 @@ def test_signal(tmp, sig, target, status):
           t.rc == 0 and len(t.allocs("driver")) == 100, (t.error, len(t.allocs("driver"))))
 
 
-def warnings(stderr):
-    return [l for l in stderr.splitlines() if l.startswith("memtrace: ")]
-
-
 def test_second_subscriber(tmp):
     out = os.path.join(tmp, "second.db")
     p = record(out, os.path.join(SAMPLES, "second-subscriber"))
@@ -249,8 +207,7 @@ def test_full_disk(tmp):
     os.makedirs(d, exist_ok=True)
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", d],
                       stderr=subprocess.DEVNULL).returncode != 0:
-        print("ok %d - full disk # SKIP cannot mount a small tmpfs" % (len(results) + 1))
-        results.append(True)
+        skip("full disk", "cannot mount a small tmpfs")
         return
     try:
         p = record(os.path.join(d, "t.db"), sample("threads"), "2000")
@@ -270,8 +227,7 @@ def test_torch(tmp):
     try:
         import torch  # noqa: F401
     except ImportError:
-        print("ok %d - torch # SKIP no PyTorch" % (len(results) + 1))
-        results.append(True)
+        skip("torch", "no PyTorch")
         return
     out = os.path.join(tmp, "torch.db")
     p = record(out, sys.executable, os.path.join(os.path.dirname(__file__), "torch_small.py"),
@@ -333,8 +289,7 @@ def test_stacks_python(tmp):
     try:
         import torch  # noqa: F401
     except ImportError:
-        print("ok %d - torch sites # SKIP no PyTorch" % (len(results) + 1))
-        results.append(True)
+        skip("torch sites", "no PyTorch")
         return
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_sites.py")
     lines = marker_lines(script)
@@ -376,25 +331,14 @@ def test_stacks_python(tmp):
           (len(req), fig))
 
 
-def main():
-    if not have_gpu():
-        print("1..0 # SKIP no GPU")
-        return 77
-    with tempfile.TemporaryDirectory(prefix="memtrace-gpu-") as tmp:
-        for test in (test_sync, test_async, test_vmm, test_managed, test_oom, test_threads,
-                     test_fork, lambda d: test_crash(d, "abort", 134),
-                     lambda d: test_crash(d, "segv", 139),
-                     lambda d: test_signal(d, signal.SIGKILL, "program", 137),
-                     lambda d: test_signal(d, signal.SIGINT, "memtrace", 130),
-                     test_second_subscriber, test_unwritable, test_full_disk, test_exit_status,
-                     test_torch, test_stacks_native, test_stacks_python):
-            try:
-                test(tmp)
-            except Exception as e:  # a broken case must not hide the others
-                check("%s raised" % getattr(test, "__name__", "case"), False, repr(e))
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+CASES = (test_sync, test_async, test_vmm, test_managed, test_oom, test_threads, test_fork,
+         lambda d: test_crash(d, "abort", 134),
+         lambda d: test_crash(d, "segv", 139),
+         lambda d: test_signal(d, signal.SIGKILL, "program", 137),
+         lambda d: test_signal(d, signal.SIGINT, "memtrace", 130),
+         test_second_subscriber, test_unwritable, test_full_disk, test_exit_status, test_torch,
+         test_stacks_native, test_stacks_python)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main_of(CASES)
