@@ -1,9 +1,15 @@
 /* anatomy.c — why nvidia-smi shows more than the tensors: the sampled
- * device memory in use at a moment, split into other processes, the CUDA
- * context and libraries, the allocator's cache and fragmentation, the live
- * allocations, and what is left unexplained, so that the parts add up to the
- * sample exactly. `memtrace report` prints it and the viewer's anatomy view
- * draws it.
+ * device memory in use at a moment, split into what is outside this process
+ * (other processes, the driver's own reserve), the CUDA context and
+ * libraries, the allocator's cache and fragmentation, the live allocations,
+ * and what is left unexplained, so that the parts add up to the sample
+ * exactly. Samples come every ~50 ms and a peak falls between two of
+ * them, so the sample used is the nearest one taken while the driver-layer
+ * memory (the allocator's segments) was the same as at the moment asked:
+ * the device total was then the same, and every part is measured at the
+ * moment itself. When no such sample is near, the nearest sample is used
+ * and every part is measured at its time instead, so that they still add
+ * up. `memtrace report` prints it and the viewer's anatomy view draws it.
  */
 #include "config.h"
 
@@ -27,7 +33,7 @@ const char *mt_anatomy_part_label(unsigned part, unsigned layer)
 {
 	switch (part) {
 	case MT_PART_OTHER_PROCESSES:
-		return "other processes";
+		return "outside this process (other processes, the driver's reserve)";
 	case MT_PART_CONTEXT:
 		return "CUDA context and libraries";
 	case MT_PART_CACHE:
@@ -42,11 +48,18 @@ const char *mt_anatomy_part_label(unsigned part, unsigned layer)
 	return NULL;
 }
 
-/* The last sample at or before at, else the first one after. */
-static const struct mt_sample *sample_for(const struct mt_sample *s, size_t n, uint64_t at)
-{
-	size_t lo = 0, hi = n;
+#define SAME_DRIVER_CANDIDATES 64 /* samples tried, nearest first */
 
+/* The sample to measure against (see the top). *same: the driver-layer
+ * memory at its time is the same as at `at` (drv: the driver-layer
+ * lifetimes, NULL when unknown). */
+static const struct mt_sample *sample_for(const struct mt_sample *s, size_t n, uint64_t at,
+                                          const struct mt_lifetime *drv, size_t ndrv, bool *same)
+{
+	size_t lo = 0, hi = n, before, after, tries;
+	uint64_t driver_at;
+
+	*same = false;
 	if (!n)
 		return NULL;
 	while (lo < hi) {
@@ -57,7 +70,27 @@ static const struct mt_sample *sample_for(const struct mt_sample *s, size_t n, u
 		else
 			hi = mid;
 	}
-	return lo ? &s[lo - 1] : &s[0];
+	/* candidates outward from at: s[before - 1] going back, s[after] forward */
+	before = lo;
+	after = lo;
+	driver_at = drv ? mt_live_at(drv, ndrv, at) : 0;
+	for (tries = 0; drv && tries < SAME_DRIVER_CANDIDATES && (before || after < n); tries++) {
+		const struct mt_sample *c;
+
+		if (before && (after == n || at - s[before - 1].ts <= s[after].ts - at))
+			c = &s[--before];
+		else
+			c = &s[after++];
+		if (mt_live_at(drv, ndrv, c->ts) == driver_at) {
+			*same = true;
+			return c;
+		}
+	}
+	if (!lo)
+		return &s[0];
+	if (lo < n && s[lo].ts - at < at - s[lo - 1].ts)
+		return &s[lo];
+	return &s[lo - 1];
 }
 
 /* Cache, fragmentation and the driver memory live, from the recorded
@@ -67,7 +100,7 @@ static int split_segments(struct mt_anatomy *a, const struct mt_lifetime *live, 
 {
 	struct mt_segmap m;
 	size_t i;
-	int rc = mt_segmap_recorded(&m, segs, nsegs, live, nlive, a->at);
+	int rc = mt_segmap_recorded(&m, segs, nsegs, live, nlive, a->measured_at);
 
 	if (rc < 0)
 		return rc;
@@ -90,16 +123,22 @@ int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, siz
                        const struct mt_sample *samples, size_t nsamples, uint64_t at, char *err,
                        size_t errlen)
 {
-	const struct mt_sample *s = sample_for(samples, nsamples, at);
-	uint64_t allocated = mt_live_at(live, nlive, at), process_use;
+	bool segments = layer == MT_LAYER_REQUEST && segs && nsegs;
+	const struct mt_lifetime *drv = segments ? segs : layer == MT_LAYER_DRIVER ? live : NULL;
+	bool same;
+	const struct mt_sample *s =
+	        sample_for(samples, nsamples, at, drv, segments ? nsegs : nlive, &same);
+	uint64_t when = s && !same ? s->ts : at;
+	uint64_t allocated = mt_live_at(live, nlive, when), process_use;
 	int64_t rest;
 	unsigned i;
 
 	memset(a, 0, sizeof(*a));
 	a->at = at;
+	a->measured_at = when;
 	a->layer = layer;
 	a->part[MT_PART_LIVE] = (int64_t)allocated;
-	a->cache_known = layer == MT_LAYER_REQUEST && segs && nsegs;
+	a->cache_known = segments;
 	if (a->cache_known) {
 		if (split_segments(a, live, nlive, segs, nsegs) < 0)
 			return an_fail(err, errlen, -ENOMEM, "out of memory");

@@ -180,8 +180,11 @@ struct mt_anatomy {
 	 * sample (cache, fragmentation, live) are filled all the same. */
 	bool available;
 	char why[96];
-	uint64_t at;
-	uint64_t sample_ts;          /* the sample used: at or before `at`, else the first after */
+	uint64_t at;                 /* the moment asked */
+	uint64_t measured_at;        /* the parts' moment: `at`, or the sample's (below) */
+	uint64_t sample_ts;          /* the sample used: the nearest with the same
+	                                driver-layer memory as at `at` (measured_at =
+	                                at), else the nearest (measured_at = its ts) */
 	uint64_t used_bytes;         /* the total: the sample's device memory in use */
 	uint64_t process_bytes;      /* the sample's process share, 0 unknown */
 	uint64_t driver_live;        /* driver-layer bytes live at `at` */
@@ -198,11 +201,12 @@ struct mt_anatomy {
 const char *mt_anatomy_part_key(unsigned part);
 const char *mt_anatomy_part_label(unsigned part, unsigned layer);
 
-/* The anatomy at `at`: live are the lifetimes of `layer`; segs the
- * driver-layer segments when layer is request (NULL/0 otherwise or when
- * none were recorded: cache unknown, counted 0); samples in time order.
- * The parts add up to the sample exactly (unexplained takes the rest).
- * Returns 0 or -ENOMEM with a message. */
+/* The anatomy at `at`, against the nearest sample taken while the
+ * driver-layer memory was the same as at `at`, else measured at the time of
+ * the nearest sample (see measured_at): live are the lifetimes of `layer`; segs the driver-layer
+ * segments when layer is request (NULL/0 otherwise or when none were recorded: cache unknown,
+ * counted 0); samples in time order. The parts add up to the sample exactly (unexplained takes the
+ * rest). Returns 0 or -ENOMEM with a message. */
 int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, size_t nlive,
                        unsigned layer, const struct mt_lifetime *segs, size_t nsegs,
                        const struct mt_sample *samples, size_t nsamples, uint64_t at, char *err,

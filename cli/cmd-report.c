@@ -148,7 +148,12 @@ static void print_anatomy(const struct mt_device_report *rep, bool at_set)
 		printf(": not available: %s\n", a->why);
 		return;
 	}
-	printf(", sample at +%s:\n", dur(since(rep, a->sample_ts), c));
+	if (a->measured_at == a->at)
+		printf(", against the sample at +%s (same segments):\n",
+		       dur(since(rep, a->sample_ts), c));
+	else
+		printf(", measured at the nearest sample, +%s:\n",
+		       dur(since(rep, a->sample_ts), c));
 	printf("  %10s  %6s  %s\n", sz(a->used_bytes, b), "100.0%",
 	       "device memory in use (sampled: what nvidia-smi shows)");
 	for (i = 0; i < MT_PART_COUNT; i++) {
@@ -170,8 +175,13 @@ static void print_anatomy(const struct mt_device_report *rep, bool at_set)
 		       "  the framework's segments count as live allocations, its cache is "
 		       "unknown\n");
 	if (a->part[MT_PART_UNEXPLAINED] < 0)
-		printf("  unexplained is negative: the sample lags the allocation events "
-		       "(it was taken before them)\n");
+		printf("  unexplained is negative: the driver's count lags the recorded events\n");
+	if (a->process_bytes)
+		printf("  this process: %s (nvidia-smi's per-process figure), of which CUDA "
+		       "context "
+		       "and libraries %.1f%%\n",
+		       sz(a->process_bytes, b),
+		       pct((double)a->part[MT_PART_CONTEXT], (double)a->process_bytes));
 }
 
 static void print_ranges(const struct mt_device_report *rep)
@@ -329,6 +339,7 @@ static json_t *anatomy_json(const struct mt_device_report *rep)
 	o = json_object();
 	parts = json_object();
 	json_object_set_new(o, "at_ns", jint(since(rep, a->at)));
+	json_object_set_new(o, "measured_at_ns", jint(since(rep, a->measured_at)));
 	json_object_set_new(o, "sample_at_ns", jint(since(rep, a->sample_ts)));
 	json_object_set_new(o, "sampled_bytes", jint(a->used_bytes));
 	json_object_set_new(o, "process_bytes",

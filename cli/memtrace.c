@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 				if (!strcmp(argv[2], commands[i].name))
 					return commands[i].run(2, sub_argv);
 			fprintf(stderr, "memtrace: unknown command '%s' (see memtrace --help)\n",
-				argv[2]);
+			        argv[2]);
 			return CLI_EXIT_USAGE;
 		}
 		usage(stdout);

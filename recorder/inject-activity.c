@@ -227,7 +227,15 @@ static void emit_range(const struct open_range *r, uint64_t end)
 
 	ev.kind = MT_EVENT_RANGE;
 	ev.ts = r->start;
-	ev.device = 0; /* ranges are host-side; kept on the first device */
+	/* ranges are host-side: kept on the lowest CUDA ordinal this process
+	 * already records, so that a process on GPU 1 gains no GPU 0 row */
+	ev.device = 0;
+	for (unsigned d = 0; d < MT_INJECT_MAX_DEVICES; d++) {
+		if (mt_inject_state.device_rows[d]) {
+			ev.device = d;
+			break;
+		}
+	}
 	ev.range.end = end;
 	ev.range.name = r->name;
 	ev.range.domain = r->domain;

@@ -113,9 +113,10 @@ uint32_t mt_device_stream_id(uint64_t stream);
 
 /* ---- call sites (inject-stacks.c) ---- */
 
-/* The interned call site of the calling thread's stack as
- * mt_inject_state.stacks asks (0 = none). Takes writer_lock the first time a
- * stack is seen, so the caller must not hold it. */
+/* With --stacks native, the interned call site of the calling thread's
+ * native stack; else 0 (Python sites come from the PyTorch bridge). Takes
+ * writer_lock the first time a stack is seen, so the caller must not hold
+ * it. */
 uint32_t mt_stacks_site(void);
 
 /* ---- PyTorch requests (inject-torch.c) ---- */

@@ -5,7 +5,9 @@
  * (TraceEntry actions ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC,
  * SEGMENT_FREE, SEGMENT_MAP, SEGMENT_UNMAP, OOM). recorder/torch-bridge.cpp
  * attaches to the hook inside the program and calls
- * memtrace_torch_event() for each entry, under the allocator's own lock.
+ * memtrace_torch_event() for each entry, under the allocator's own lock,
+ * with the request's Python call site when it has one (--stacks python;
+ * with --stacks native the site is taken here).
  *
  * - ALLOC: a request-layer alloc (the requested size, the CUPTI stream id).
  * - FREE_REQUESTED / FREE_COMPLETED: one request-layer free at the time of
@@ -36,8 +38,8 @@ enum torch_action {
 };
 
 /* Exported to the bridge and to recorder/python/sitecustomize.py. */
-void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes,
-                          uint64_t stream);
+void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
+                          uint32_t site);
 void memtrace_set_capture(const char *capture);
 
 #define PENDING_SLOTS 65536 /* frees requested and not yet completed */
@@ -56,6 +58,7 @@ static struct pending pending[PENDING_SLOTS];
 static size_t pending_count;
 static struct {
 	uint64_t handle;
+	int device; /* the default stream (handle 0) differs per device */
 	uint32_t id;
 	bool used;
 } streams[STREAM_SLOTS];
@@ -67,17 +70,19 @@ static size_t slot_of(uint64_t address)
 	return (size_t)((address >> 9) * 0x9e3779b97f4a7c15ull >> 48) % PENDING_SLOTS;
 }
 
-static uint32_t stream_id(uint64_t handle)
+static uint32_t stream_id(int device, uint64_t handle)
 {
-	size_t h = (size_t)(handle * 0x9e3779b97f4a7c15ull >> 56) % STREAM_SLOTS;
+	size_t h =
+	        (size_t)((handle ^ (uint64_t)device) * 0x9e3779b97f4a7c15ull >> 56) % STREAM_SLOTS;
 
 	for (size_t i = 0; i < STREAM_SLOTS; i++) {
 		size_t s = (h + i) % STREAM_SLOTS;
-		if (streams[s].used && streams[s].handle == handle)
+		if (streams[s].used && streams[s].handle == handle && streams[s].device == device)
 			return streams[s].id;
 		if (!streams[s].used) {
 			streams[s].used = true;
 			streams[s].handle = handle;
+			streams[s].device = device;
 			streams[s].id = mt_device_stream_id(handle);
 			return streams[s].id;
 		}
@@ -161,17 +166,17 @@ static void pool_change(int device, int64_t delta, uint64_t ts)
 	mt_sink_push(&ev);
 }
 
-__attribute__((visibility("default"))) void
-memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream)
+__attribute__((visibility("default"))) void memtrace_torch_event(int action, int device,
+                                                                 uint64_t address, uint64_t bytes,
+                                                                 uint64_t stream, uint32_t site)
 {
 	struct mt_event ev = { 0 };
-	uint32_t site = 0;
 	uint64_t ts;
 
 	if (device < 0 || device >= MT_INJECT_MAX_DEVICES ||
 	    !atomic_load_explicit(&mt_inject_state.enabled, memory_order_relaxed))
 		return;
-	if (action == TORCH_ALLOC || action == TORCH_OOM)
+	if (!site && (action == TORCH_ALLOC || action == TORCH_OOM))
 		site = mt_stacks_site();
 	ts = mt_inject_now();
 	pthread_mutex_lock(&lock);
@@ -182,7 +187,7 @@ memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, u
 		ev.device = (uint32_t)device;
 		ev.alloc.address = address;
 		ev.alloc.bytes = bytes;
-		ev.alloc.stream = stream_id(stream);
+		ev.alloc.stream = stream_id(device, stream);
 		ev.alloc.layer = MT_LAYER_REQUEST;
 		ev.alloc.mem_kind = MT_MEM_DEVICE;
 		ev.alloc.api = MT_API_TORCH;
@@ -192,7 +197,7 @@ memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, u
 		break;
 	case TORCH_FREE_REQUESTED:
 		allocated[device] -= bytes;
-		free_requested(device, address, bytes, stream_id(stream), ts);
+		free_requested(device, address, bytes, stream_id(device, stream), ts);
 		break;
 	case TORCH_FREE_COMPLETED:
 		free_completed(device, address, ts);
@@ -211,7 +216,7 @@ memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, u
 		ev.device = (uint32_t)device;
 		ev.failed.bytes = bytes;
 		ev.failed.free_bytes = address; /* c10 puts free bytes in addr_ */
-		ev.failed.stream = stream_id(stream);
+		ev.failed.stream = stream_id(device, stream);
 		ev.failed.error = 2; /* cudaErrorMemoryAllocation */
 		ev.failed.layer = MT_LAYER_REQUEST;
 		ev.failed.api = MT_API_TORCH;

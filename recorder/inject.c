@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,23 @@ static unsigned env_unsigned(const char *name, unsigned fallback)
 }
 
 int InitializeInjection(void);
+int InitializeInjectionNvtx2(const void *get_export_table);
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void *get_export_table)
+{
+	CUptiResult (*enable)(CUpti_ActivityKind) = cuptiActivityEnable;
+	int (*init)(const void *);
+	Dl_info info;
+	void *cupti;
+
+	if (!dladdr(*(void **)&enable, &info) || !info.dli_fname)
+		return 0;
+	cupti = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+	if (!cupti)
+		return 0;
+	*(void **)&init = dlsym(cupti, "InitializeInjectionNvtx2");
+	return init ? init(get_export_table) : 0;
+}
 
 __attribute__((visibility("default"))) int InitializeInjection(void)
 {

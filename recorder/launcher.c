@@ -361,7 +361,7 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 	if (rc == 0)
 		rc = env_set(run, "CUDA_INJECTION64_PATH", inject);
 	if (rc == 0)
-		rc = env_set(run, "NVTX_INJECTION64_PATH", cupti);
+		rc = env_set(run, "NVTX_INJECTION64_PATH", inject); /* hands NVTX to CUPTI */
 	if (rc == 0)
 		rc = env_path_add(run, "LD_LIBRARY_PATH", cupti_dir, false);
 	if (rc == 0)
@@ -394,7 +394,7 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 		if (asprintf(&note,
 		             "CUDA_INJECTION64_PATH=%s NVTX_INJECTION64_PATH=%s "
 		             "LD_LIBRARY_PATH+=%s%s%s%s",
-		             inject, cupti, cupti_dir, python ? " PYTHONPATH+=" : "",
+		             inject, inject, cupti_dir, python ? " PYTHONPATH+=" : "",
 		             python ? dir : "", python ? "/python" : "") < 0)
 			rc = -ENOMEM;
 		else

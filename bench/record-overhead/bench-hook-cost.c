@@ -19,7 +19,8 @@
 #include <cuda.h>
 #include <cupti.h>
 
-typedef void (*event_fn)(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream);
+typedef void (*event_fn)(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
+                         uint32_t site);
 
 static double now_s(void)
 {
@@ -56,11 +57,11 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	for (long i = 0; i < n; i++) {
 		uint64_t addr = 0x7f0000000000ull + (uint64_t)(i % 4096) * 0x100000;
-		event(0, 0, addr, 4096 + (uint64_t)(i % 97) * 512, 0);
+		event(0, 0, addr, 4096 + (uint64_t)(i % 97) * 512, 0, 0);
 		if (i >= 64) {
 			uint64_t old = 0x7f0000000000ull + (uint64_t)((i - 64) % 4096) * 0x100000;
-			event(1, 0, old, 4096 + (uint64_t)((i - 64) % 97) * 512, 0);
-			event(2, 0, old, 0, 0);
+			event(1, 0, old, 4096 + (uint64_t)((i - 64) % 97) * 512, 0, 0);
+			event(2, 0, old, 0, 0, 0);
 		}
 	}
 	t1 = now_s();

@@ -13,9 +13,10 @@ framework:
   the first allocation. If no bridge can be had, PyTorch is switched to
   backend:cudaMallocAsync so that CUPTI sees every request (slower; said on
   stderr).
-  With --stacks python, torch.autograd.backward and torch.autograd.grad are
-  wrapped so that allocations made by autograd's own threads (which hold no
-  Python frames) are attributed to the Python line that started the work.
+  With --stacks python the bridge names each request's Python call site, and
+  torch.autograd.backward and torch.autograd.grad are wrapped so that
+  allocations made by autograd's own threads (which hold no Python frames)
+  are attributed to the Python line that started the work.
 - jax / tensorflow have no such hook: their platform allocators
   (XLA_PYTHON_CLIENT_ALLOCATOR=platform, TF_GPU_ALLOCATOR=cuda_malloc_async)
   are switched on, unless the program chose one, and that is said on stderr.
@@ -85,7 +86,10 @@ def _bridge_for(spec):
         digest = hashlib.sha256(f.read()).hexdigest()[:12]
     cache = os.environ.get("MEMTRACE_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "memtrace")
-    out = os.path.join(cache, "torch-%s-%s" % (re.sub(r"[^A-Za-z0-9.+_-]", "_", version), digest))
+    # the bridge reads CPython's frames: one build per PyTorch and Python version
+    tag = "torch-%s-py%d.%d%s-%s" % (version, sys.version_info[0], sys.version_info[1],
+                                     getattr(sys, "abiflags", ""), digest)
+    out = os.path.join(cache, re.sub(r"[^A-Za-z0-9.+_-]", "_", tag))
     so = os.path.join(out, "memtrace_torch_bridge.so")
     if os.path.isfile(so):
         return so, ""
@@ -115,13 +119,15 @@ def _torch_fallback(why):
 
 def _attach():
     inject = os.environ.get("CUDA_INJECTION64_PATH", "")
+    python = os.environ.get("MEMTRACE_STACKS") == "python"
     try:
         lib = ctypes.CDLL(inject)
         bridge = ctypes.CDLL(_BRIDGE["so"])
-        fn = ctypes.cast(lib.memtrace_torch_event, ctypes.c_void_p)
-        bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p]
-        rc = bridge.memtrace_torch_bridge_attach(fn)
-    except OSError as e:
+        event = ctypes.cast(lib.memtrace_torch_event, ctypes.c_void_p)
+        intern = ctypes.cast(lib.memtrace_intern_site, ctypes.c_void_p)
+        bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+        rc = bridge.memtrace_torch_bridge_attach(event, intern, int(python))
+    except (OSError, AttributeError) as e:
         rc, lib = -1, None
         _BRIDGE["why"] = str(e)[:200]
     if rc != 0:
@@ -130,11 +136,14 @@ def _attach():
              "recorded" % (_BRIDGE["why"] or "another backend?"))
         if lib is not None:
             lib.memtrace_set_capture(note.encode())
+    elif python and not bridge.memtrace_torch_bridge_python_sites():
+        _say("no Python call sites: they need CPython 3.11 to 3.13 (this is %d.%d)"
+             % sys.version_info[:2])
 
 
 def _work_site_wrapper(fn, begin, end):
     """fn, telling the recorder which Python line started the work it runs
-    on other threads (begin/end are called with the GIL held: ctypes.PyDLL)."""
+    on other threads."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         previous = begin()
@@ -147,9 +156,9 @@ def _work_site_wrapper(fn, begin, end):
 
 def _wrap_autograd(torch):
     try:
-        lib = ctypes.PyDLL(os.environ.get("CUDA_INJECTION64_PATH", ""))
-        begin, end = lib.memtrace_python_work_begin, lib.memtrace_python_work_end
-    except (OSError, AttributeError):
+        bridge = ctypes.PyDLL(_BRIDGE["so"])
+        begin, end = bridge.memtrace_torch_bridge_work_begin, bridge.memtrace_torch_bridge_work_end
+    except (OSError, AttributeError, TypeError):
         return
     begin.restype = ctypes.c_uint32
     begin.argtypes = []
@@ -166,7 +175,7 @@ def _torch_loaded(torch):
         torch.cuda._lazy_call(_attach)
     except Exception as e:  # a PyTorch without lazy init queue
         _say("cannot attach the PyTorch bridge (%s)" % e)
-    if os.environ.get("MEMTRACE_STACKS") == "python":
+    if os.environ.get("MEMTRACE_STACKS") == "python" and _BRIDGE["so"]:
         _wrap_autograd(torch)
 
 

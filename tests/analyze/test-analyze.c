@@ -334,10 +334,11 @@ static void test_main(const char *path)
 	CHECK(rep.never_freed_count == 2 && rep.never_freed_bytes == 18 * MiB);
 	CHECK(rep.nnever_freed == 2 && rep.never_freed[0].l->bytes == 16 * MiB);
 
-	/* anatomy at the peak, sample t=70: 500 used, 450 process; driver
-	 * live S1 + S2 + S3 = 112; S1 holds R1 R3 R6 = 30 (34 free), S2 holds
-	 * R4 R5 = 24 (8 free), S3 nothing */
-	CHECK(a->available && a->sample_ts == T0 + 70 * MS);
+	/* anatomy at the peak (72) against the sample at t=70, whose driver
+	 * memory is the same (S1 + S2 + S3 = 112): 500 used, 450 process; S1
+	 * holds R1 R3 R6 = 30 (34 free), S2 holds R4 R5 = 24 (8 free), S3
+	 * nothing */
+	CHECK(a->available && a->sample_ts == T0 + 70 * MS && a->measured_at == T0 + 72 * MS);
 	CHECK(a->used_bytes == 500 * MiB && a->cache_known);
 	CHECK(a->part[MT_PART_OTHER_PROCESSES] == (int64_t)(50 * MiB));
 	CHECK(a->part[MT_PART_CONTEXT] == (int64_t)(338 * MiB));
@@ -360,15 +361,15 @@ static void test_main(const char *path)
 	}
 	mt_device_report_release(&rep);
 
-	/* at 45 ms: sample t=2 reads 90 while S1 + S2 = 96 are live: no
-	 * context, and unexplained -6; S2 holds nothing: cache 32; S1 holds
-	 * R1 R6 = 18 (46 free) */
+	/* at 45 ms: the nearer sample (t=70) saw S3 too; t=2 has the same
+	 * driver memory (S1 + S2 = 96) and reads 90: no context, unexplained
+	 * -6; S2 holds nothing: cache 32; S1 holds R1 R6 = 18 (46 free) */
 	opt.at_set = true;
 	opt.at = 45 * MS - MS; /* since t0 = the first memory event, 1 ms */
 	CHECK(mt_device_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
 	CHECK(rep.at == T0 + 45 * MS);
 	CHECK(rep.peak_bytes == 54 * MiB); /* the peak is always there */
-	CHECK(a->sample_ts == T0 + 2 * MS);
+	CHECK(a->sample_ts == T0 + 2 * MS && a->measured_at == T0 + 45 * MS);
 	CHECK(a->part[MT_PART_CONTEXT] == 0 && a->part[MT_PART_CACHE] == (int64_t)(32 * MiB));
 	CHECK(a->part[MT_PART_FRAGMENTATION] == (int64_t)(46 * MiB));
 	CHECK(a->part[MT_PART_LIVE] == (int64_t)(18 * MiB));
@@ -377,13 +378,16 @@ static void test_main(const char *path)
 	CHECK(rep.ntop == 2 && rep.live_at_bytes == 18 * MiB);
 	mt_device_report_release(&rep);
 
-	/* at 1 ms, before the first sample: the first one after (t=2); S1 is
-	 * all cache, context 90 - 64 */
-	opt.at = 0;
+	/* at 95 ms (S1 + S3 = 80) no sample saw the same driver memory: the
+	 * nearest (t=80, 600 used) and every part at its time: R1 R3 R4 R6 =
+	 * 34 live, S1 34 free, S2 28 free, S3 cache 16, context 600 - 112 */
+	opt.at = 95 * MS - MS;
 	CHECK(mt_device_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
-	CHECK(a->sample_ts == T0 + 2 * MS && a->part[MT_PART_LIVE] == 0);
-	CHECK(a->part[MT_PART_CACHE] == (int64_t)(64 * MiB));
-	CHECK(a->part[MT_PART_CONTEXT] == (int64_t)(26 * MiB));
+	CHECK(a->sample_ts == T0 + 80 * MS && a->measured_at == T0 + 80 * MS);
+	CHECK(a->part[MT_PART_LIVE] == (int64_t)(34 * MiB));
+	CHECK(a->part[MT_PART_FRAGMENTATION] == (int64_t)(62 * MiB));
+	CHECK(a->part[MT_PART_CACHE] == (int64_t)(16 * MiB));
+	CHECK(a->part[MT_PART_CONTEXT] == (int64_t)(488 * MiB));
 	CHECK(a->part[MT_PART_UNEXPLAINED] == 0);
 	mt_device_report_release(&rep);
 

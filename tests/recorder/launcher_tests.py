@@ -49,19 +49,27 @@ def main():
 
         out = os.path.join(tmp, "t.db")
         script = ('echo "$CUDA_INJECTION64_PATH"; echo "$NVTX_INJECTION64_PATH"; '
-                  'echo "$MEMTRACE_OUTPUT"; echo "$MEMTRACE_KERNELS $MEMTRACE_SAMPLE_MS"; exit 7')
+                  'echo "$MEMTRACE_OUTPUT"; echo "$MEMTRACE_KERNELS $MEMTRACE_SAMPLE_MS"; '
+                  'echo "$MEMTRACE_STACKS"; exit 7')
         p = run("-o", "t.db", "--no-kernels", "--sample-ms", "20", "--", "/bin/sh", "-c", script,
                 cwd=tmp)
         lines = p.stdout.splitlines()
         check("program's exit status is memtrace's", p.returncode == 7, (p.returncode, p.stderr))
         check("CUDA_INJECTION64_PATH names the injection library",
-              len(lines) == 4 and os.path.isfile(lines[0])
+              len(lines) == 5 and os.path.isfile(lines[0])
               and lines[0].endswith("libmemtrace-inject.so"), lines)
-        check("NVTX_INJECTION64_PATH names CUPTI",
-              len(lines) == 4 and os.path.isfile(lines[1]) and "cupti" in lines[1], lines)
-        check("the output path is made absolute", len(lines) == 4 and lines[2] == out, lines)
+        check("NVTX_INJECTION64_PATH names it too (it hands NVTX to its CUPTI)",
+              len(lines) == 5 and lines[1] == lines[0], lines)
+        check("the output path is made absolute", len(lines) == 5 and lines[2] == out, lines)
         check("--no-kernels and --sample-ms reach the program",
-              len(lines) == 4 and lines[3] == "0 20", lines)
+              len(lines) == 5 and lines[3] == "0 20", lines)
+        check("no call sites by default for a program that is not Python",
+              len(lines) == 5 and lines[4] == "none", lines)
+        p = run("-o", "t.db", "--stacks", "native", "--", "/bin/sh", "-c", 'echo "$MEMTRACE_STACKS"',
+                cwd=tmp)
+        check("--stacks native reaches the program", p.stdout.strip() == "native", p.stdout)
+        p = run("--stacks", "perl", "true")
+        check("bad --stacks: usage error", one_error_line(p, 2, "--stacks"), p.stderr)
 
         p = run("-o", out, "--", "/bin/sh", "-c", "kill -TERM $$")
         check("killed by SIGTERM: status 143", p.returncode == 143, p.returncode)

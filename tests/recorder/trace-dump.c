@@ -90,7 +90,8 @@ static void print_event(struct mt_reader *r, const struct mt_event *e)
 int main(int argc, char **argv)
 {
 	static const char *const keys[] = { "capture",      "capture_env",      "dropped_records",
-		                            "command_line", "memtrace_version", "format_version" };
+		                            "command_line", "memtrace_version", "format_version",
+		                            "stacks",       "untimed_records" };
 	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
 	struct mt_query q = { 0 };
 	struct mt_reader *r;
