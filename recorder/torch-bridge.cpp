@@ -44,8 +44,8 @@
 namespace
 {
 
-using event_fn = void (*)(int action, int device, uint64_t address, uint64_t bytes,
-                          uint64_t stream, uint32_t site);
+using event_fn = void (*)(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
+                          uint32_t site);
 using intern_fn = uint32_t (*)(const char *site);
 
 event_fn sink = nullptr;
@@ -104,7 +104,7 @@ const uint16_t *instr_of(const interp_frame *f)
 {
 	return f->prev_instr;
 }
-#else // 3.13
+#else                             // 3.13
 struct interp_frame {
 	PyObject *f_executable;
 	interp_frame *previous;
@@ -291,8 +291,8 @@ void on_trace(const alloc::TraceEntry &te)
 
 	if (action < 0)
 		return;
-	if (python_sites && (te.action_ == alloc::TraceEntry::ALLOC ||
-	                     te.action_ == alloc::TraceEntry::OOM)) {
+	if (python_sites &&
+	    (te.action_ == alloc::TraceEntry::ALLOC || te.action_ == alloc::TraceEntry::OOM)) {
 		site = python_site(0);
 		if (!site)
 			site = work_site.load(std::memory_order_relaxed);
