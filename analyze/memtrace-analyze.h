@@ -224,7 +224,8 @@ size_t mt_site_frame_count(const char *stack);
  * "" when out of range. */
 char *mt_site_frame(const char *stack, size_t i, char *buf, size_t len);
 /* The frame that names the allocation for people: the innermost frame not
- * inside PyTorch's own package (a frame containing "/torch/"), else the
+ * inside PyTorch's own installed package (a path containing
+ * "/site-packages/torch/" or "/dist-packages/torch/"), else the
  * innermost frame. Returns its index, or (size_t)-1 when stack is empty. */
 size_t mt_site_display_index(const char *stack);
 

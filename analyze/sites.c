@@ -52,15 +52,19 @@ char *mt_site_frame(const char *stack, size_t i, char *buf, size_t len)
 	return buf;
 }
 
-/* Whether the frame lies inside PyTorch's own package. */
+/* Whether the frame lies inside PyTorch's own installed package (not any
+ * path with a "torch" folder: environments live in /opt/torch/.venv). */
 static bool in_torch(const char *f, size_t len)
 {
-	static const char needle[] = "/torch/";
-	size_t n = sizeof(needle) - 1, i;
+	static const char *const needles[] = { "/site-packages/torch/", "/dist-packages/torch/" };
+	size_t k, i;
 
-	for (i = 0; i + n <= len; i++)
-		if (!memcmp(f + i, needle, n))
-			return true;
+	for (k = 0; k < sizeof(needles) / sizeof(needles[0]); k++) {
+		size_t n = strlen(needles[k]);
+		for (i = 0; i + n <= len; i++)
+			if (!memcmp(f + i, needles[k], n))
+				return true;
+	}
 	return false;
 }
 

@@ -188,21 +188,30 @@ static void print_ranges(const struct mt_device_report *rep)
 {
 	char name[256], b[32], c[32], d[32];
 	size_t i, n = rep->nranges < MT_REPORT_TOP ? rep->nranges : MT_REPORT_TOP;
+	int width = 5; /* "range" */
 
+	for (i = 0; i < n; i++) {
+		int len;
+		range_name(rep->data.r, rep->ranges[i].name, rep->ranges[i].domain, name,
+		           sizeof(name));
+		len = (int)strlen(name);
+		width = len > width ? len : width;
+	}
+	width = width > 60 ? 60 : width;
 	if (!rep->nranges) {
 		printf("\nNVTX ranges: none recorded\n");
 		return;
 	}
 	printf("\nNVTX ranges by bytes allocated inside them (%zu of %zu names):\n", n,
 	       rep->nranges);
-	printf("  %-32s %9s %12s %10s %10s  %s\n", "range", "instances", "allocations", "allocated",
-	       "peak live", "peak at");
+	printf("  %-*s %9s %12s %10s %10s  %s\n", width, "range", "instances", "allocations",
+	       "allocated", "peak live", "peak at");
 	for (i = 0; i < n; i++) {
 		const struct mt_range_stats *s = &rep->ranges[i];
 
 		range_name(rep->data.r, s->name, s->domain, name, sizeof(name));
-		printf("  %-32s %9" PRIu64 " %12" PRIu64 " %10s %10s  +%s\n", name, s->instances,
-		       s->allocations, sz(s->bytes_allocated, b), sz(s->peak_live, c),
+		printf("  %-*.*s %9" PRIu64 " %12" PRIu64 " %10s %10s  +%s\n", width, width, name,
+		       s->instances, s->allocations, sz(s->bytes_allocated, b), sz(s->peak_live, c),
 		       dur(since(rep, s->peak_at), d));
 	}
 }

@@ -258,6 +258,13 @@ static void test_sites(void)
 	 * innermost */
 	CHECK(mt_site_display_index(site2) == 0);
 	CHECK(mt_site_display_index("libcudart.so+0x10\nmain+0x2 (app)") == 0);
+	/* a "torch" folder that is not the package (an environment in
+	 * /opt/torch) does not hide the model's own frame */
+	CHECK(mt_site_display_index(
+	              "/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/functional.py:3504:"
+	              "cross_entropy\n"
+	              "/opt/torch/.venv/lib/python3.12/site-packages/transformers/models/gpt2/"
+	              "modeling_gpt2.py:900:GPT2LMHeadModel.forward") == 1);
 	CHECK(mt_site_display_index("") == (size_t)-1);
 	CHECK(!strcmp(mt_site_frame(site1, 7, buf, sizeof(buf)), ""));
 	/* truncation keeps a terminated string */

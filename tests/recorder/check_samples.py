@@ -51,7 +51,7 @@ def main(argv):
             "pairing_request": t.pairing("request"),
             "sidecar": fig,
         }
-        if fig:
+        if fig.get("torch_requested_bytes_peak"):  # a training sample's sidecar
             rp = fig.get("torch_requested_bytes_peak", 0)
             ma = fig.get("torch_max_memory_allocated", 0)
             mr = fig.get("torch_max_memory_reserved_native", 0)
