@@ -33,38 +33,6 @@ static int reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
 	return vw_fail(err, errlen, rc, "%s", mt_reader_message(r));
 }
 
-static int device_stats(struct mt_reader *r, uint32_t device,
-                        struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1])
-{
-	struct mt_query q = { .device = device };
-
-	return mt_reader_kind_stats(r, &q, stats);
-}
-
-int vw_trace_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen)
-{
-	size_t count = mt_reader_device_count(r), i, m = 0;
-	uint32_t *out = calloc(count ? count : 1, sizeof(*out));
-
-	if (!out)
-		return vw_fail(err, errlen, -ENOMEM, "out of memory");
-	for (i = 0; i < count; i++) {
-		struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
-		const struct mt_device *d = mt_reader_device(r, i);
-		int rc = device_stats(r, d->id, st);
-
-		if (rc < 0) {
-			free(out);
-			return reader_fail(r, rc, err, errlen);
-		}
-		if (st[MT_EVENT_ALLOC].events > 0)
-			out[m++] = d->id;
-	}
-	*ids = out;
-	*n = m;
-	return 0;
-}
-
 /* Every event of one kind on the device, handed to fn. */
 static int walk_kind(struct mt_reader *r, unsigned kind, uint32_t device,
                      int (*fn)(void *data, const struct mt_event *ev), void *data)
@@ -213,7 +181,7 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 		uint32_t *ids;
 		size_t n;
 
-		rc = vw_trace_devices(r, &ids, &n, err, errlen);
+		rc = mt_analyze_devices(r, &ids, &n, err, errlen);
 		if (rc < 0)
 			return rc;
 		device = n ? ids[0] : 0;
@@ -225,7 +193,7 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 	t->dev = mt_reader_device_by_id(r, device);
 	if (!t->dev)
 		return vw_fail(err, errlen, -EINVAL, "the trace has no device %u", device);
-	rc = device_stats(r, device, st);
+	rc = mt_reader_kind_stats(r, &(struct mt_query){ .device = device }, st);
 	if (rc < 0)
 		return reader_fail(r, rc, err, errlen);
 	/* the memory's story starts with its own events: the same start as

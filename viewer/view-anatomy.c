@@ -287,7 +287,7 @@ int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_re
 		ids[0] = o->device;
 		n = 1;
 	} else {
-		rc = vw_trace_devices(r, &ids, &n, err, errlen);
+		rc = mt_analyze_devices(r, &ids, &n, err, errlen);
 		if (rc < 0)
 			return rc;
 		if (!n) {

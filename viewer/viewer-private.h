@@ -207,8 +207,6 @@ struct vw_trace {
 int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
                   char *err, size_t errlen);
 void vw_trace_release(struct vw_trace *t);
-/* The device row ids of r that hold allocations, ascending. *ids malloc'd. */
-int vw_trace_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen);
 /* The moment live bytes of l first reach their peak (mt_peak_moment; the
  * start of the trace when it cannot tell). */
 uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_bytes);
