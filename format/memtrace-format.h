@@ -251,6 +251,11 @@ enum mt_writer_flags {
 /* Allocates an unopened writer; NULL on allocation failure. */
 struct mt_writer *mt_writer_new(void);
 
+/* Keeps an existing trace at path as path.old (replacing an earlier .old),
+ * its -wal and -shm side files with it. Returns 0 (also when there is no
+ * file at path) or a negative errno. */
+int mt_trace_keep_old(const char *path);
+
 /* Opens (and with MT_WRITER_CREATE creates) the trace at path for appending:
  * sets WAL mode and a busy timeout so several processes can write one trace,
  * creates the schema if the file is new, refuses a trace of a newer format

@@ -54,6 +54,17 @@ static int output_path(char *buf, size_t len)
 	return 0;
 }
 
+/* With '%p' in the output, the launcher cannot keep an earlier trace of the
+ * same name as FILE.old (it does not know the pid): a reused pid would append
+ * this run to another run's trace. Each process does it for its own file. */
+static void keep_earlier_trace(const char *path)
+{
+	const char *pattern = getenv("MEMTRACE_OUTPUT");
+
+	if (pattern && strstr(pattern, "%p"))
+		mt_trace_keep_old(path);
+}
+
 static char *read_cmdline(void)
 {
 	char buf[8192];
@@ -113,6 +124,7 @@ int mt_sink_open(void)
 		mt_inject_warn("the output path is too long");
 		return rc;
 	}
+	keep_earlier_trace(path);
 	in->writer = mt_writer_new();
 	if (!in->writer) {
 		mt_inject_warn("out of memory");

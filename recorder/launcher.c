@@ -271,24 +271,11 @@ static bool runs_python(const char *prog)
 
 static int keep_old(const char *path, char *err, size_t errlen)
 {
-	char old[PATH_MAX + 16], side[PATH_MAX + 16], old_side[PATH_MAX + 32];
-	static const char *const sfx[] = { "-wal", "-shm" };
+	int rc = mt_trace_keep_old(path);
 
-	if (access(path, F_OK) != 0)
-		return 0;
-	snprintf(old, sizeof(old), "%s.old", path);
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(side, sizeof(side), "%s%s", path, sfx[i]);
-		snprintf(old_side, sizeof(old_side), "%s%s", old, sfx[i]);
-		unlink(old_side);
-		if (access(side, F_OK) == 0 && rename(side, old_side) != 0)
-			return fail(err, errlen, -errno, "cannot keep %s as %s: %s", side, old_side,
-			            strerror(errno));
-	}
-	if (rename(path, old) != 0)
-		return fail(err, errlen, -errno, "cannot keep %s as %s: %s", path, old,
-		            strerror(errno));
-	return 0;
+	return rc < 0 ? fail(err, errlen, rc, "cannot keep %s as %s.old: %s", path, path,
+	                     strerror(-rc))
+	              : 0;
 }
 
 static int absolute(const char *path, char *buf, size_t len)

@@ -3,7 +3,8 @@
  * -wal file, and again after the -shm file is gone) holding every chunk the
  * child reported committed; four processes writing one trace at once leave
  * all their events, one device row for a shared uuid and string ids they
- * all agree on. */
+ * all agree on. A killed writer's trace kept as FILE.old (mt_trace_keep_old)
+ * keeps its -wal and every committed event. */
 #include "config.h"
 
 #include <errno.h>
@@ -85,11 +86,10 @@ static uint64_t read_all_events(const char *path, uint64_t *n_out)
 
 static void sigkill_test(void)
 {
-	char path[256], wal[300], shm[300];
+	char path[256], wal[300];
 	temp_trace(path, sizeof(path), "killed");
 	remove_trace(path);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
-	snprintf(shm, sizeof(shm), "%s-shm", path);
 	int fds[2];
 	CHECK(pipe(fds) == 0);
 	pid_t pid = fork();
@@ -115,18 +115,31 @@ static void sigkill_test(void)
 
 	struct stat st;
 	CHECK(stat(wal, &st) == 0 && st.st_size > 0);
+
+	/* Kept as FILE.old (a new recording to the same name), the -wal goes
+	 * with it: nothing the killed writer committed is lost. */
+	char old[300], old_wal[320], old_shm[320];
+	snprintf(old, sizeof(old), "%s.old", path);
+	snprintf(old_wal, sizeof(old_wal), "%s-wal", old);
+	snprintf(old_shm, sizeof(old_shm), "%s-shm", old);
+	remove_trace(old);
+	CHECK(mt_trace_keep_old(path) == 0);
+	CHECK(access(path, F_OK) != 0 && access(wal, F_OK) != 0);
+	CHECK(stat(old_wal, &st) == 0 && st.st_size > 0);
+	CHECK(mt_trace_keep_old(path) == 0); /* nothing there: nothing to do */
+
 	uint64_t n;
-	read_all_events(path, &n);
+	read_all_events(old, &n);
 	/* Every reported chunk is there; at most the chunk being committed
 	 * when the signal came is more. */
 	CHECK(n >= count && n <= count + CHUNK && n % CHUNK == 0);
 
 	/* Without the -shm file the reader rebuilds what it needs. */
-	CHECK(unlink(shm) == 0);
+	CHECK(unlink(old_shm) == 0);
 	uint64_t again;
-	read_all_events(path, &again);
+	read_all_events(old, &again);
 	CHECK(again == n);
-	remove_trace(path);
+	remove_trace(old);
 }
 
 #define WRITERS 4
