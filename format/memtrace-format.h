@@ -268,6 +268,11 @@ int mt_writer_open(struct mt_writer *w, const char *path, unsigned flags);
  * host, start_ns, dropped_records. Returns 0 or a negative errno. */
 int mt_writer_set_meta(struct mt_writer *w, const char *key, const char *value);
 
+/* Adds delta to the integer meta value of key (created as delta), in one
+ * statement, so that several processes writing one trace each add their own
+ * count (dropped_records, untimed_records). Returns 0 or a negative errno. */
+int mt_writer_add_meta_count(struct mt_writer *w, const char *key, uint64_t delta);
+
 /* Adds a process row; *id receives its row id (> 0). */
 int mt_writer_add_process(struct mt_writer *w, const struct mt_process *p,
 			  uint32_t *id);

@@ -41,6 +41,7 @@ enum statement {
 	ST_CHUNK,
 	ST_CHUNK_REPLACE,
 	ST_META,
+	ST_META_ADD,
 	ST_PROCESS,
 	ST_DEVICE_INSERT,
 	ST_DEVICE_FIND,
@@ -58,6 +59,10 @@ static const char *const statement_sql[ST_COUNT] = {
 	                     " count = ?7, codec = ?8, raw_bytes = ?9, layers = ?10, blob = ?11"
 	                     " WHERE id = ?12 AND process = ?1 AND device = ?2 AND kind = ?3",
 	[ST_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+	/* one statement, so that processes adding at once lose nothing */
+	[ST_META_ADD] = "INSERT INTO meta (key, value) VALUES (?1, CAST(?2 AS TEXT))"
+	                " ON CONFLICT (key) DO UPDATE SET"
+	                " value = CAST(CAST(value AS INTEGER) + ?2 AS TEXT)",
 	[ST_PROCESS] = "INSERT INTO processes (parent, pid, start_ns, command_line, hostname)"
 	               " VALUES (?, ?, ?, ?, ?)",
 	[ST_DEVICE_INSERT] = "INSERT OR IGNORE INTO devices (ordinal, total_bytes, name, uuid,"
@@ -232,6 +237,18 @@ int mt_writer_set_meta(struct mt_writer *w, const char *key, const char *value)
 	bind_text(w->st[ST_META], 1, key);
 	bind_text(w->st[ST_META], 2, value);
 	return step(w, ST_META, "cannot set meta", NULL);
+}
+
+int mt_writer_add_meta_count(struct mt_writer *w, const char *key, uint64_t delta)
+{
+	int err = check_open(w);
+	if (err < 0)
+		return err;
+	if (!key)
+		return mt_message(w->message, -EINVAL, "meta key must be given");
+	bind_text(w->st[ST_META_ADD], 1, key);
+	sqlite3_bind_int64(w->st[ST_META_ADD], 2, (sqlite3_int64)delta);
+	return step(w, ST_META_ADD, "cannot add to meta", NULL);
 }
 
 int mt_writer_add_process(struct mt_writer *w, const struct mt_process *p, uint32_t *id)

@@ -100,6 +100,14 @@ static void set_meta_locked(const char *key, const char *value)
 		               mt_writer_message(mt_inject_state.writer));
 }
 
+static void add_meta_locked(const char *key, uint64_t delta)
+{
+	if (mt_inject_state.writer &&
+	    mt_writer_add_meta_count(mt_inject_state.writer, key, delta) < 0)
+		mt_inject_warn("cannot write the trace: %s",
+		               mt_writer_message(mt_inject_state.writer));
+}
+
 void mt_sink_set_meta(const char *key, const char *value)
 {
 	if (!mine())
@@ -162,7 +170,7 @@ int mt_sink_open(void)
 		set_meta_locked("capture", capture && *capture ? capture : "as-is");
 		set_meta_locked("capture_env", getenv("MEMTRACE_CAPTURE_ENV"));
 		set_meta_locked("stacks", getenv("MEMTRACE_STACKS"));
-		set_meta_locked("dropped_records", "0");
+		add_meta_locked("dropped_records", 0); /* there from the start */
 	}
 	pthread_mutex_unlock(&in->writer_lock);
 	free(cmdline);
@@ -280,7 +288,6 @@ void mt_sink_flush(void)
 void mt_sink_close(void)
 {
 	struct mt_inject *in = &mt_inject_state;
-	char number[32];
 
 	if (!mine())
 		return;
@@ -294,15 +301,10 @@ void mt_sink_close(void)
 	pthread_mutex_lock(&in->writer_lock);
 	mt_activity_close_ranges_locked();
 	commit_locked();
-	snprintf(number, sizeof(number), "%llu", (unsigned long long)in->dropped);
-	/* One meta key for the trace: the first process writes it, a child
-	 * only when it lost records itself. */
-	if (in->root || in->dropped)
-		set_meta_locked("dropped_records", number);
-	if (in->untimed) {
-		snprintf(number, sizeof(number), "%llu", (unsigned long long)in->untimed);
-		set_meta_locked("untimed_records", number);
-	}
+	/* One count for the trace: each process adds its own. */
+	add_meta_locked("dropped_records", in->dropped);
+	if (in->untimed)
+		add_meta_locked("untimed_records", in->untimed);
 	/* Closing the last connection folds the WAL into the trace file.
 	 * Late events (static destructors after exit handlers) go nowhere. */
 	atomic_store(&in->enabled, false);

@@ -3,7 +3,8 @@
  * -wal file, and again after the -shm file is gone) holding every chunk the
  * child reported committed; four processes writing one trace at once leave
  * all their events, one device row for a shared uuid and string ids they
- * all agree on. A killed writer's trace kept as FILE.old (mt_trace_keep_old)
+ * all agree on, and a meta count to which each adds its own share. A
+ * killed writer's trace kept as FILE.old (mt_trace_keep_old)
  * keeps its -wal and every committed event. */
 #include "config.h"
 
@@ -172,7 +173,8 @@ static void concurrent_child(const char *path, int go, int out, int k)
 	    mt_writer_add_process(w, &proc, &rep.process) < 0 ||
 	    mt_writer_add_device(w, &dev, &rep.device) < 0 ||
 	    mt_writer_intern(w, "common", &rep.common) < 0 ||
-	    mt_writer_intern(w, own, &rep.own) < 0)
+	    mt_writer_intern(w, own, &rep.own) < 0 ||
+	    mt_writer_add_meta_count(w, "dropped_records", 0) < 0)
 		child_fail(w, k, 3);
 	mt_writer_set_chunk_events(w, 250);
 	for (uint64_t i = 0; i < PER_WRITER; i++) {
@@ -181,6 +183,9 @@ static void concurrent_child(const char *path, int go, int out, int k)
 		if (mt_writer_append(w, &ev) < 0)
 			child_fail(w, k, 4);
 	}
+	/* each writer's own count adds up: 1 + 2 + 3 + 4 */
+	if (mt_writer_add_meta_count(w, "dropped_records", (uint64_t)k + 1) < 0)
+		child_fail(w, k, 6);
 	if (mt_writer_flush(w) < 0 || write(out, &rep, sizeof(rep)) != sizeof(rep))
 		child_fail(w, k, 5);
 	mt_writer_free(w);
@@ -221,6 +226,8 @@ static void concurrent_test(void)
 	CHECK(mt_reader_open(r, path) == 0);
 	CHECK(mt_reader_process_count(r) == WRITERS);
 	CHECK(mt_reader_device_count(r) == 1);
+	CHECK(mt_reader_meta(r, "dropped_records") &&
+	      strcmp(mt_reader_meta(r, "dropped_records"), "10") == 0);
 	for (int k = 0; k < WRITERS; k++) {
 		CHECK(rep[k].device == rep[0].device && rep[k].common == rep[0].common);
 		CHECK(strcmp(mt_reader_string(r, rep[k].common), "common") == 0);
