@@ -12,113 +12,42 @@
 
 #include "viewer-private.h"
 
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	void *q;
-	size_t c;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 256;
-	q = realloc(*p, c * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
 static int reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
 {
 	return vw_fail(err, errlen, rc, "%s", mt_reader_message(r));
 }
 
-/* Every event of one kind on the device, handed to fn. */
-static int walk_kind(struct mt_reader *r, unsigned kind, uint32_t device,
-                     int (*fn)(void *data, const struct mt_event *ev), void *data)
+/* Kernels: the one thing the views draw that analyze does not load. */
+static int load_kernels(struct vw_trace *t)
 {
-	struct mt_query q = { .kinds = MT_KIND_BIT(kind), .device = device };
+	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_KERNEL), .device = t->device };
 	struct mt_iter *it = NULL;
 	struct mt_event ev;
+	size_t cap = 0;
 	int rc;
 
-	rc = mt_reader_iter(r, &q, &it);
-	while (rc >= 0 && (rc = mt_iter_next(it, &ev)) == 1)
-		rc = fn(data, &ev);
+	rc = mt_reader_iter(t->r, &q, &it);
+	while (rc >= 0 && (rc = mt_iter_next(it, &ev)) == 1) {
+		if (t->nkernels == cap) {
+			size_t c = cap ? cap * 2 : 256;
+			struct vw_span *k = realloc(t->kernels, c * sizeof(*k));
+			if (!k) {
+				rc = -ENOMEM;
+				break;
+			}
+			t->kernels = k;
+			cap = c;
+		}
+		t->kernels[t->nkernels++] = (struct vw_span){
+			.start = ev.ts,
+			.end = ev.kernel.end > ev.ts ? ev.kernel.end : ev.ts,
+		};
+	}
 	mt_iter_free(it);
 	return rc < 0 ? rc : 0;
 }
 
-struct collector {
-	void *items;
-	size_t n, cap, size;
-	int (*convert)(void *item, const struct mt_event *ev);
-};
-
-static int collect_one(void *data, const struct mt_event *ev)
-{
-	struct collector *c = data;
-
-	if (grow(&c->items, &c->cap, c->n, c->size) < 0)
-		return -ENOMEM;
-	if (c->convert((char *)c->items + c->n * c->size, ev))
-		c->n++;
-	return 0;
-}
-
-static int conv_sample(void *item, const struct mt_event *ev)
-{
-	struct vw_point *p = item;
-
-	p->ts = ev->ts;
-	p->value = ev->sample.used_bytes;
-	return 1;
-}
-
-static int conv_fail(void *item, const struct mt_event *ev)
-{
-	struct vw_point *p = item;
-
-	p->ts = ev->ts;
-	p->value = ev->failed.bytes;
-	return 1;
-}
-
-static int conv_kernel(void *item, const struct mt_event *ev)
-{
-	struct vw_span *s = item;
-
-	s->start = ev->ts;
-	s->end = ev->kernel.end > ev->ts ? ev->kernel.end : ev->ts;
-	return 1;
-}
-
-static int conv_range(void *item, const struct mt_event *ev)
-{
-	struct vw_range *g = item;
-
-	g->start = ev->ts;
-	g->end = ev->range.end;
-	g->name = ev->range.name;
-	g->depth = ev->range.depth;
-	return 1;
-}
-
-static int collect(struct mt_reader *r, unsigned kind, uint32_t device, size_t size,
-                   int (*convert)(void *item, const struct mt_event *ev), void **out, size_t *n)
-{
-	struct collector c = { .size = size, .convert = convert };
-	int rc = walk_kind(r, kind, device, collect_one, &c);
-
-	if (rc < 0) {
-		free(c.items);
-		return rc;
-	}
-	*out = c.items;
-	*n = c.n;
-	return 0;
-}
-
+/* Unknown starts (allocated before tracing) at t0; never freed to the end. */
 static void normalise(struct mt_lifetime *l, size_t n, uint64_t t0)
 {
 	size_t i;
@@ -131,93 +60,77 @@ static void normalise(struct mt_lifetime *l, size_t n, uint64_t t0)
 	}
 }
 
-static int lifetimes(struct vw_trace *t, unsigned layer, struct mt_lifetime **out, size_t *n)
+/* The views' copies of analyze's samples, failures and ranges. */
+static int convert_events(struct vw_trace *t, const struct mt_device_data *d, unsigned what)
 {
-	struct mt_query q = { .device = t->device };
-	int rc = mt_reader_lifetimes(t->r, &q, layer, out, n);
+	size_t i;
 
-	if (rc == 0)
-		normalise(*out, *n, t->t0);
-	return rc;
-}
-
-static int load_events(struct vw_trace *t, unsigned what)
-{
-	int rc = 0;
-
-	if (what & VW_LOAD_SAMPLES)
-		rc = collect(t->r, MT_EVENT_SAMPLE, t->device, sizeof(struct vw_point), conv_sample,
-		             (void **)&t->samples, &t->nsamples);
-	if (rc == 0 && what & VW_LOAD_FAILS)
-		rc = collect(t->r, MT_EVENT_ALLOC_FAILED, t->device, sizeof(struct vw_point),
-		             conv_fail, (void **)&t->fails, &t->nfails);
-	if (rc == 0 && what & VW_LOAD_KERNELS)
-		rc = collect(t->r, MT_EVENT_KERNEL, t->device, sizeof(struct vw_span), conv_kernel,
-		             (void **)&t->kernels, &t->nkernels);
-	if (rc == 0 && what & VW_LOAD_RANGES) {
-		rc = collect(t->r, MT_EVENT_RANGE, t->device, sizeof(struct vw_range), conv_range,
-		             (void **)&t->ranges, &t->nranges);
-		/* NVTX ranges belong to a thread: a recorder may file them
-		 * under no particular device */
-		if (rc == 0 && t->nranges == 0) {
-			free(t->ranges);
-			t->ranges = NULL;
-			rc = collect(t->r, MT_EVENT_RANGE, 0, sizeof(struct vw_range), conv_range,
-			             (void **)&t->ranges, &t->nranges);
-		}
+	if (what & VW_LOAD_SAMPLES && d->nsamples) {
+		if (!(t->samples = malloc(d->nsamples * sizeof(*t->samples))))
+			return -ENOMEM;
+		for (i = 0; i < d->nsamples; i++)
+			t->samples[i] =
+			        (struct vw_point){ d->samples[i].ts, d->samples[i].used_bytes };
+		t->nsamples = d->nsamples;
 	}
-	return rc;
+	if (what & VW_LOAD_FAILS && d->nfails) {
+		if (!(t->fails = malloc(d->nfails * sizeof(*t->fails))))
+			return -ENOMEM;
+		for (i = 0; i < d->nfails; i++)
+			t->fails[i] = (struct vw_point){ d->fails[i].ts, d->fails[i].bytes };
+		t->nfails = d->nfails;
+	}
+	if (what & VW_LOAD_RANGES && d->nranges) {
+		if (!(t->ranges = malloc(d->nranges * sizeof(*t->ranges))))
+			return -ENOMEM;
+		for (i = 0; i < d->nranges; i++)
+			t->ranges[i] = (struct vw_range){ .start = d->ranges[i].start,
+				                          .end = d->ranges[i].end,
+				                          .name = d->ranges[i].name,
+				                          .depth = d->ranges[i].depth };
+		t->nranges = d->nranges;
+	}
+	return 0;
 }
 
 int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
                   char *err, size_t errlen)
 {
-	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+	struct mt_device_data d;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->r = r;
-	if (device == 0) {
-		uint32_t *ids;
-		size_t n;
-
-		rc = mt_analyze_devices(r, &ids, &n, err, errlen);
-		if (rc < 0)
-			return rc;
-		device = n ? ids[0] : 0;
-		free(ids);
-		if (!device)
-			return vw_fail(err, errlen, -ENOENT, "the trace holds no allocations");
-	}
-	t->device = device;
-	t->dev = mt_reader_device_by_id(r, device);
-	if (!t->dev)
-		return vw_fail(err, errlen, -EINVAL, "the trace has no device %u", device);
-	rc = mt_reader_kind_stats(r, &(struct mt_query){ .device = device }, st);
+	rc = mt_device_data_load(&d, r, device, err, errlen);
 	if (rc < 0)
-		return reader_fail(r, rc, err, errlen);
-	/* the memory's story starts with its own events: the same start as
-	 * memtrace report's */
-	rc = mt_device_span(r, device, &t->t0, &t->t1);
-	if (rc < 0)
-		return reader_fail(r, rc, err, errlen);
-	if (st[MT_EVENT_ALLOC].events == 0 && st[MT_EVENT_FREE].events == 0)
-		return vw_fail(err, errlen, -ENOENT, "device %u holds no allocations", device);
-	rc = mt_reader_request_layer(r, &t->layer);
-	if (rc == 0)
-		rc = lifetimes(t, t->layer, &t->req, &t->nreq);
-	if (rc == 0 && t->nreq == 0 && t->layer == MT_LAYER_REQUEST) {
-		free(t->req);
-		t->req = NULL;
-		t->layer = MT_LAYER_DRIVER;
-		rc = lifetimes(t, t->layer, &t->req, &t->nreq);
+		return rc;
+	t->device = d.device;
+	t->dev = d.dev;
+	t->t0 = d.t0;
+	t->t1 = d.t1;
+	t->layer = d.layer;
+	if (!d.nlive) {
+		mt_device_data_release(&d);
+		return vw_fail(err, errlen, -ENOENT, "device %u holds no allocations", t->device);
 	}
-	if (rc == 0 && what & VW_LOAD_SEGMENTS && t->layer == MT_LAYER_REQUEST)
-		rc = lifetimes(t, MT_LAYER_DRIVER, &t->seg, &t->nseg);
-	if (rc == 0)
-		rc = load_events(t, what);
+	/* the lifetimes change hands; the rest is copied into the views' types */
+	t->req = d.live;
+	t->nreq = d.nlive;
+	d.live = NULL;
+	normalise(t->req, t->nreq, t->t0);
+	if (what & VW_LOAD_SEGMENTS) {
+		t->seg = d.seg;
+		t->nseg = d.nseg;
+		d.seg = NULL;
+		normalise(t->seg, t->nseg, t->t0);
+	}
+	rc = convert_events(t, &d, what);
+	mt_device_data_release(&d);
+	if (rc == 0 && what & VW_LOAD_KERNELS)
+		rc = load_kernels(t);
 	if (rc < 0) {
-		rc = reader_fail(r, rc, err, errlen);
+		rc = rc == -ENOMEM ? vw_fail(err, errlen, rc, "out of memory")
+		                   : reader_fail(r, rc, err, errlen);
 		vw_trace_release(t);
 	}
 	return rc;
