@@ -158,6 +158,7 @@ struct collect {
 	uint32_t *procs;
 	size_t nprocs;
 	size_t cap;
+	size_t range_cap, fail_cap; /* of d->ranges and d->fails */
 };
 
 static bool has_process(const struct collect *c, uint32_t p)
@@ -186,13 +187,8 @@ static int add_range(void *data, const struct mt_event *ev)
 	struct mt_device_data *d = c->d;
 	if (!has_process(c, ev->process))
 		return 0;
-	if (d->nranges % 256 == 0) {
-		struct mt_range *g = realloc(d->ranges, (d->nranges + 256) * sizeof(*g));
-
-		if (!g)
-			return -ENOMEM;
-		d->ranges = g;
-	}
+	if (an_grow((void **)&d->ranges, &c->range_cap, d->nranges, sizeof(*d->ranges)) < 0)
+		return -ENOMEM;
 	d->ranges[d->nranges++] = (struct mt_range){
 		.start = ev->ts,
 		.end = ev->range.end,
@@ -210,13 +206,8 @@ static int add_fail(void *data, const struct mt_event *ev)
 	struct collect *c = data;
 	struct mt_device_data *d = c->d;
 
-	if (d->nfails % 64 == 0) {
-		struct mt_failure *f = realloc(d->fails, (d->nfails + 64) * sizeof(*f));
-
-		if (!f)
-			return -ENOMEM;
-		d->fails = f;
-	}
+	if (an_grow((void **)&d->fails, &c->fail_cap, d->nfails, sizeof(*d->fails)) < 0)
+		return -ENOMEM;
 	d->fails[d->nfails++] = (struct mt_failure){
 		.ts = ev->ts,
 		.bytes = ev->failed.bytes,
