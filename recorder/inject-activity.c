@@ -11,9 +11,16 @@
  * torch.autograd.profiler.emit_nvtx() pushes carry per-call annotations
  * ("aten::addmm, seq = 12, op_id = 40, sizes = [...]"): only the operator's
  * name is kept, so that an operator is one string and one row in a report.
+ *
+ * CUPTI's buffer callback runs on CUPTI's threads, which the program's own
+ * launches can wait for, so it only queues the buffer: the records are read
+ * on the recorder's flushing thread (mt_activity_drain_locked). Read buffers
+ * are zeroed there and handed back to CUPTI, which then need not zero a new
+ * 4 MiB buffer on the launching thread.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,14 +39,52 @@ struct open_range {
 	uint64_t start;
 };
 
-/* Touched only from CUPTI's buffer callback and the exit path, both with
+/* Touched only while reading buffers and on the exit path, both with
  * writer_lock held. */
 static struct open_range ranges[RANGE_SLOTS];
 
+/* Buffers CUPTI has handed back, waiting to be read, and read ones (zeroed)
+ * waiting to be handed out again. */
+struct buffer_list {
+	struct filled {
+		uint8_t *buffer;
+		size_t valid;
+	} * items;
+	size_t len, cap;
+};
+
+#define SPARE_BUFFERS 16 /* zeroed buffers kept for reuse */
+
+static pthread_mutex_t buffers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct buffer_list filled, spare;
+static atomic_size_t dropped_records;
+
+static int list_push(struct buffer_list *l, uint8_t *buffer, size_t valid)
+{
+	if (l->len == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct filled *items = realloc(l->items, cap * sizeof(*items));
+		if (!items)
+			return -ENOMEM;
+		l->items = items;
+		l->cap = cap;
+	}
+	l->items[l->len++] = (struct filled){ buffer, valid };
+	return 0;
+}
+
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
-	*buffer = aligned_alloc(8, BUFFER_BYTES);
-	*size = *buffer ? BUFFER_BYTES : 0;
+	uint8_t *b = NULL;
+
+	pthread_mutex_lock(&buffers_lock);
+	if (spare.len)
+		b = spare.items[--spare.len].buffer;
+	pthread_mutex_unlock(&buffers_lock);
+	if (!b)
+		b = calloc(1, BUFFER_BYTES); /* CUPTI is told buffers come zeroed */
+	*buffer = b;
+	*size = b ? BUFFER_BYTES : 0;
 	*max_records = 0;
 }
 
@@ -355,16 +400,61 @@ static void record(const CUpti_Activity *a)
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                       size_t size, size_t valid)
 {
-	CUpti_Activity *a = NULL;
 	size_t dropped = 0;
+	int rc;
 
-	pthread_mutex_lock(&mt_inject_state.writer_lock);
-	while (valid && cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
-		record(a);
+	(void)size;
 	if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS)
-		mt_inject_state.dropped += dropped;
-	pthread_mutex_unlock(&mt_inject_state.writer_lock);
-	free(buffer);
+		atomic_fetch_add(&dropped_records, dropped);
+	if (!buffer)
+		return;
+	if (!atomic_load_explicit(&mt_inject_state.enabled, memory_order_relaxed)) {
+		free(buffer); /* recording stopped: nobody will read it */
+		return;
+	}
+	pthread_mutex_lock(&buffers_lock);
+	rc = list_push(&filled, buffer, valid);
+	pthread_mutex_unlock(&buffers_lock);
+	if (rc < 0) {
+		mt_inject_warn("out of memory");
+		free(buffer);
+	}
+}
+
+uint64_t mt_activity_drain_locked(void)
+{
+	struct buffer_list batch;
+
+	pthread_mutex_lock(&buffers_lock);
+	batch = filled;
+	filled = (struct buffer_list){ 0 };
+	pthread_mutex_unlock(&buffers_lock);
+	for (size_t i = 0; i < batch.len; i++) {
+		uint8_t *buffer = batch.items[i].buffer;
+		size_t valid = batch.items[i].valid;
+		CUpti_Activity *a = NULL;
+		int kept = -1;
+
+		while (valid && cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
+			record(a);
+		memset(buffer, 0, valid);
+		pthread_mutex_lock(&buffers_lock);
+		if (spare.len < SPARE_BUFFERS)
+			kept = list_push(&spare, buffer, 0);
+		pthread_mutex_unlock(&buffers_lock);
+		if (kept < 0)
+			free(buffer);
+	}
+	free(batch.items);
+	return atomic_exchange(&dropped_records, 0);
+}
+
+void mt_activity_after_fork_child(void)
+{
+	/* Another thread of the parent may have held the lock at the fork; its
+	 * buffers are the parent's to read. */
+	pthread_mutex_init(&buffers_lock, NULL);
+	filled.len = 0;
 }
 
 int mt_activity_start(bool kernels)
@@ -379,8 +469,14 @@ int mt_activity_start(bool kernels)
 		CUPTI_ACTIVITY_KIND_MEMCPY,
 		CUPTI_ACTIVITY_KIND_MEMSET,
 	};
+	uint8_t zeroed = 1;
+	size_t zeroed_size = sizeof(zeroed);
 	CUptiResult rc;
 
+	/* Our buffers come zeroed: CUPTI need not clear them on the program's
+	 * thread. An older CUPTI without the attribute clears them itself. */
+	cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size,
+	                          &zeroed);
 	rc = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	for (size_t i = 0; rc == CUPTI_SUCCESS && i < sizeof(always) / sizeof(always[0]); i++)
 		rc = cuptiActivityEnable(always[i]);

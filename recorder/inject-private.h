@@ -77,7 +77,11 @@ void mt_sink_append_locked(struct mt_event *ev);
 void mt_sink_push(const struct mt_event *ev);
 /* Interns a string; writer_lock held. 0 on failure. */
 uint32_t mt_sink_intern_locked(const char *s);
-/* Forces CUPTI's buffers out, drains the queue and commits chunks. */
+/* Forces CUPTI's buffers out, drains them and the queue and commits
+ * chunks. Forced, because a buffer holding a record of work still running
+ * is not handed back otherwise, and a thread that keeps the GPU busy always
+ * has one: its allocations would wait until the buffer fills. The records of
+ * work still running come back without times (meta untimed_records). */
 void mt_sink_flush(void);
 /* Final flush at exit: closes open ranges, writes meta (dropped records). */
 void mt_sink_close(void);
@@ -90,6 +94,13 @@ void mt_sink_set_meta(const char *key, const char *value);
 
 /* Enables the activity kinds and registers the buffer callbacks. */
 int mt_activity_start(bool kernels);
+/* Reads the buffers CUPTI has handed back into the writer and recycles
+ * them; writer_lock held. Returns the records CUPTI dropped since the last
+ * call. */
+uint64_t mt_activity_drain_locked(void);
+/* In a child forked without exec: forgets the parent's filled buffers and
+ * makes the buffer lock usable. */
+void mt_activity_after_fork_child(void);
 /* Emits ranges still open (end unknown); writer_lock held. */
 void mt_activity_close_ranges_locked(void);
 /* Subscribes the allocation-API callbacks; returns 0, or the CUPTI error. */

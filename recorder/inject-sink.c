@@ -270,6 +270,7 @@ static void commit_locked(void)
 {
 	struct mt_inject *in = &mt_inject_state;
 
+	in->dropped += mt_activity_drain_locked();
 	drain_queue_locked();
 	if (mine() && mt_writer_flush(in->writer) < 0)
 		mt_inject_warn("cannot write the trace: %s", mt_writer_message(in->writer));
@@ -402,6 +403,7 @@ static void after_fork_child(void)
 	 * that execs and initialises CUDA records itself anew. */
 	atomic_store(&mt_inject_state.enabled, false);
 	mt_inject_state.thread_started = false;
+	mt_activity_after_fork_child();
 }
 
 int mt_sink_start_thread(void)

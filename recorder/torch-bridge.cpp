@@ -135,6 +135,9 @@ constexpr int max_frames = 20;
 constexpr size_t site_slots = 8192; // stacks past 3/4 full are interned uncached
 constexpr size_t site_bytes = 8192;
 
+// A stack's entry. Written once, under site_lock, and published by storing
+// its hash last (release); readers probe without the lock (acquire), so the
+// lookup of a stack seen before takes no lock on the allocation path.
 struct site_entry {
 	uint64_t hash; // 0 = empty
 	uint32_t id;
@@ -142,7 +145,7 @@ struct site_entry {
 	uintptr_t key[2 * max_frames];
 };
 
-std::mutex site_lock; // the allocator's locks are per device
+std::mutex site_lock; // for new entries; the allocator's own locks are per device
 site_entry *sites = nullptr;
 size_t sites_used = 0;
 
@@ -192,6 +195,22 @@ uint32_t name_and_intern(PyCodeObject *const *codes, const int *offsets, int n)
 	return id;
 }
 
+// The id of a stack already in the table, or 0; takes no lock.
+uint32_t find_site(const site_entry *table, uint64_t h, const uintptr_t *key, int n)
+{
+	if (!table)
+		return 0;
+	for (size_t i = 0, s = h % site_slots; i < site_slots; i++, s = (s + 1) % site_slots) {
+		uint64_t eh = __atomic_load_n(&table[s].hash, __ATOMIC_ACQUIRE);
+		if (!eh)
+			return 0;
+		if (eh == h && table[s].nkeys == 2u * n &&
+		    !std::memcmp(table[s].key, key, 2 * n * sizeof(*key)))
+			return table[s].id;
+	}
+	return 0;
+}
+
 // The site of the calling thread's Python frames, leaving out `skip`
 // innermost ones; 0 when it has none.
 uint32_t python_site(int skip)
@@ -227,22 +246,30 @@ uint32_t python_site(int skip)
 		return 0;
 
 	uint64_t h = hash_keys(key, 2 * static_cast<size_t>(n));
+	uint32_t id = find_site(__atomic_load_n(&sites, __ATOMIC_ACQUIRE), h, key, n);
+	if (id)
+		return id;
 	std::lock_guard<std::mutex> guard(site_lock);
-	if (!sites && !(sites = static_cast<site_entry *>(std::calloc(site_slots, sizeof(*sites)))))
-		return 0;
+	if (!sites) {
+		site_entry *table =
+		        static_cast<site_entry *>(std::calloc(site_slots, sizeof(*sites)));
+		if (!table)
+			return 0;
+		__atomic_store_n(&sites, table, __ATOMIC_RELEASE);
+	}
 	for (size_t i = 0, s = h % site_slots; i < site_slots; i++, s = (s + 1) % site_slots) {
 		site_entry &e = sites[s];
 		if (e.hash == h && e.nkeys == 2u * n &&
 		    !std::memcmp(e.key, key, 2 * n * sizeof(*key)))
-			return e.id;
+			return e.id; // another thread named it meanwhile
 		if (e.hash)
 			continue;
-		uint32_t id = name_and_intern(codes, offsets, n);
+		id = name_and_intern(codes, offsets, n);
 		if (id && sites_used < site_slots * 3 / 4) {
-			e.hash = h;
 			e.id = id;
 			e.nkeys = 2u * n;
 			std::memcpy(e.key, key, 2 * n * sizeof(*key));
+			__atomic_store_n(&e.hash, h, __ATOMIC_RELEASE);
 			sites_used++;
 		}
 		return id;

@@ -4,7 +4,11 @@
  * alloc, a free-requested and a free-completed, measured inside a recorded
  * process. Run it under `memtrace record [--stacks native]`; unrecorded it
  * says so and exits 77. Also times cuptiGetTimestamp, the clock each event
- * reads. Prints figures; asserts nothing.
+ * reads, and what CUPTI's kernel records add to each kernel launch: blocks
+ * of launches of an empty kernel, with CONCURRENT_KERNEL records switched
+ * off and on in turn inside this one process (a shared host's speed drifts
+ * between processes by more than that cost). Prints figures; asserts
+ * nothing.
  *
  * Usage: memtrace record -o /tmp/x.db -- bench-hook-cost [EVENTS]
  */
@@ -19,6 +23,13 @@
 #include <cuda.h>
 #include <cupti.h>
 
+#define LAUNCH_BLOCKS 20 /* each way */
+#define LAUNCHES 5000    /* per block */
+
+/* An empty kernel, JIT-compiled by the driver for whatever GPU this is. */
+static const char empty_ptx[] = ".version 7.0\n.target sm_75\n.address_size 64\n"
+                                ".visible .entry empty() { ret; }\n";
+
 typedef void (*event_fn)(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
                          uint32_t site);
 
@@ -30,6 +41,48 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Median ns per launch with kernel records off ([0]) and on ([1]), blocks
+ * interleaved; -1 when the kernel cannot be loaded. */
+static int launch_cost(double median_ns[2])
+{
+	double ns[2][LAUNCH_BLOCKS];
+	CUmodule mod;
+	CUfunction fn;
+
+	if (cuModuleLoadData(&mod, empty_ptx) != CUDA_SUCCESS ||
+	    cuModuleGetFunction(&fn, mod, "empty") != CUDA_SUCCESS)
+		return -1;
+	for (int b = 0; b < 2 * LAUNCH_BLOCKS; b++) {
+		int on = b % 2;
+		double t0;
+
+		if (on)
+			cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		else
+			cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		cuCtxSynchronize();
+		t0 = now_s();
+		for (int i = 0; i < LAUNCHES; i++)
+			cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+		ns[on][b / 2] = (now_s() - t0) * 1e9 / LAUNCHES;
+	}
+	cuCtxSynchronize();
+	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	for (int on = 0; on < 2; on++) {
+		qsort(ns[on], LAUNCH_BLOCKS, sizeof(double), by_value);
+		median_ns[on] = (ns[on][LAUNCH_BLOCKS / 2 - 1] + ns[on][LAUNCH_BLOCKS / 2]) / 2;
+	}
+	cuModuleUnload(mod);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000000;
@@ -39,7 +92,7 @@ int main(int argc, char **argv)
 	event_fn event;
 	uint64_t ts, sum = 0;
 	void *lib;
-	double t0, t1, t2;
+	double t0, t1, t2, launch_ns[2];
 
 	if (n <= 0 || cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
 	    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || cuCtxSetCurrent(ctx)) {
@@ -74,6 +127,13 @@ int main(int argc, char **argv)
 	       3 * n - 128, (t1 - t0) * 1e9 / (double)(3 * n - 128));
 	printf("cuptiGetTimestamp: %.1f ns (%llu)\n", (t2 - t1) * 1e9 / (double)n,
 	       (unsigned long long)(sum & 1));
+	if (launch_cost(launch_ns) == 0)
+		printf("kernel launch: %.0f ns with kernel records off, %.0f ns on: %+.0f ns per "
+		       "launch (median of %d blocks of %d each way)\n",
+		       launch_ns[0], launch_ns[1], launch_ns[1] - launch_ns[0], LAUNCH_BLOCKS,
+		       LAUNCHES);
+	else
+		printf("kernel launch: the empty kernel could not be loaded\n");
 	cuDevicePrimaryCtxRelease(dev);
 	return 0;
 }

@@ -1,7 +1,9 @@
 // crash.cu — dies mid-run.
 // Allocates 1 MiB argv[1] times (default 100), synchronously, then dies:
 // argv[2] = "abort" (default) calls abort(), "segv" writes through NULL,
-// "hang" sleeps forever (for SIGKILL tests, after printing "ready").
+// "hang" sleeps forever and "busy" launches short kernels forever, so that
+// some kernel is always running when the recorder flushes (both for SIGKILL
+// tests, after printing "ready").
 // Expected: every allocation made at least 250 ms before the death is in
 // the trace.
 #include <signal.h>
@@ -9,6 +11,15 @@
 #include <unistd.h>
 
 #include "sample.h"
+
+// Spins for about `cycles` GPU clock cycles.
+__global__ void spin(long long cycles)
+{
+	long long start = clock64();
+
+	while (clock64() - start < cycles)
+		;
+}
 
 int main(int argc, char **argv)
 {
@@ -19,11 +30,15 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		CHECK(cudaMalloc(&p, 1 << 20));
 	CHECK(cudaDeviceSynchronize());
-	if (!strcmp(how, "hang")) {
+	if (!strcmp(how, "hang") || !strcmp(how, "busy")) {
 		printf("ready\n");
 		fflush(stdout);
-		for (;;)
-			pause();
+		for (;;) {
+			if (!strcmp(how, "hang"))
+				pause();
+			spin<<<1, 1>>>(100000); // about 50 us
+			CHECK(cudaGetLastError());
+		}
 	}
 	usleep(300 * 1000); /* past one flush interval */
 	if (!strcmp(how, "segv"))

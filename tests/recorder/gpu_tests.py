@@ -162,11 +162,12 @@ def child_of(pid):
         return None
 
 
-def test_signal(tmp, sig, target, status):
-    """SIGKILL the recorded program, or SIGINT memtrace (forwarded)."""
-    name = signal.Signals(sig).name
-    out = os.path.join(tmp, "%s.db" % name)
-    cmd = [MEMTRACE, "record", "-o", out, "--", sample("crash"), "100", "hang"]
+def test_signal(tmp, sig, target, status, mode="hang"):
+    """SIGKILL the recorded program, or SIGINT memtrace (forwarded). In mode
+    'busy' the program keeps a kernel running at every flush."""
+    name = signal.Signals(sig).name + ("" if mode == "hang" else " (%s)" % mode)
+    out = os.path.join(tmp, "%s-%s.db" % (signal.Signals(sig).name, mode))
+    cmd = [MEMTRACE, "record", "-o", out, "--", sample("crash"), "100", mode]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     time.sleep(0.3)  # more than one flush interval after the last allocation
@@ -183,6 +184,10 @@ def test_signal(tmp, sig, target, status):
     t = Trace(DUMP, out)
     check("%s: trace readable with all 100 allocations" % name,
           t.rc == 0 and len(t.allocs("driver")) == 100, (t.error, len(t.allocs("driver"))))
+    if mode == "busy":
+        check("%s: kernels that ran before the last flush are recorded, with times" % name,
+              len(t.events["kernel"]) > 0 and all(k["end"] > k["ts"] for k in t.events["kernel"]),
+              len(t.events["kernel"]))
 
 
 def test_second_subscriber(tmp):
@@ -335,6 +340,7 @@ CASES = (test_sync, test_async, test_vmm, test_managed, test_oom, test_threads, 
          lambda d: test_crash(d, "abort", 134),
          lambda d: test_crash(d, "segv", 139),
          lambda d: test_signal(d, signal.SIGKILL, "program", 137),
+         lambda d: test_signal(d, signal.SIGKILL, "program", 137, "busy"),
          lambda d: test_signal(d, signal.SIGINT, "memtrace", 130),
          test_second_subscriber, test_unwritable, test_full_disk, test_exit_status, test_torch,
          test_stacks_native, test_stacks_python)
