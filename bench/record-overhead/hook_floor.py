@@ -31,6 +31,33 @@ def load_sitecustomize(recorder):
     return mod
 
 
+def attacher(noop_lib, recorder, python_sites):
+    """A function that attaches the bridge, with nothing behind it, once
+    torch.cuda has initialised (pass it to torch.cuda._lazy_call); it also
+    wraps autograd as memtrace does when python_sites. Exits if there is no
+    bridge for this PyTorch."""
+    site = load_sitecustomize(recorder)
+    so, why = site._bridge_for(importlib.util.find_spec("torch"))
+    if not so:
+        sys.exit("hook_floor: no bridge: " + why)
+    import torch  # the bridge links against torch's own libraries
+
+    noop = ctypes.CDLL(noop_lib)
+    bridge = ctypes.CDLL(so)
+    if python_sites:
+        site._BRIDGE["so"] = so
+        site._wrap_autograd(torch)
+
+    def attach():
+        bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int]
+        rc = bridge.memtrace_torch_bridge_attach(
+            ctypes.cast(noop.mt_bench_event, ctypes.c_void_p),
+            ctypes.cast(noop.mt_bench_intern, ctypes.c_void_p), int(python_sites))
+        if rc != 0:
+            sys.exit("hook_floor: PyTorch refused the hook")
+    return attach
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--noop", required=True)
@@ -39,27 +66,10 @@ def main():
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args()
-    site = load_sitecustomize(a.recorder)
-    so, why = site._bridge_for(importlib.util.find_spec("torch"))
-    if not so:
-        sys.exit("hook_floor: no bridge: " + why)
-    import torch  # the bridge links against torch's own libraries
-
-    noop = ctypes.CDLL(a.noop)
-    bridge = ctypes.CDLL(so)
-
-    def attach():
-        bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int]
-        rc = bridge.memtrace_torch_bridge_attach(
-            ctypes.cast(noop.mt_bench_event, ctypes.c_void_p),
-            ctypes.cast(noop.mt_bench_intern, ctypes.c_void_p), int(a.python_sites))
-        if rc != 0:
-            sys.exit("hook_floor: PyTorch refused the hook")
+    attach = attacher(a.noop, a.recorder, a.python_sites)
+    import torch
 
     torch.cuda._lazy_call(attach)
-    if a.python_sites:
-        site._BRIDGE["so"] = so
-        site._wrap_autograd(torch)
     sys.argv = [a.script] + a.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(a.script)))
     runpy.run_path(a.script, run_name="__main__")

@@ -7,22 +7,26 @@ Python frames deep (a model's forward is 20-40 deep). `--op launch`: one
 small kernel (torch.add into an existing tensor), no allocation. Run by
 run.py (--only torch_ops.py) plain and recorded, like the workloads.
 
-Time per operation varies by tens of percent between processes on a shared
-host, more than what recording adds; so the sidecar also has the
-instructions the calling thread retired per operation (Linux perf_event,
-user and kernel), which do not depend on how fast the CPU ran:
-`instructions_per_op`, or null where the counter cannot be opened.
+A shared host's speed drifts between processes by more than recording adds
+to an operation. With --hook-floor LIB --recorder DIR the script instead
+compares inside one process: --blocks steps timed, then the PyTorch bridge
+attached with nothing behind it (hook_floor.py), then as many steps again;
+it prints (and with --json writes) us_per_op before and after, and their
+difference: what PyTorch's allocator hook and the bridge (with
+--python-sites, its frame walk too) add to each operation.
 
 Usage: torch_ops.py [--op alloc|launch] [--depth N] [--steps N] [--json PATH]
+       torch_ops.py --hook-floor LIB --recorder DIR [--python-sites] [--blocks N]
+                    [--op alloc|launch] [--depth N] [--json PATH]
 """
-import ctypes
 import json
 import os
-import struct
+import statistics
 import sys
+import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "samples", "torch"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "samples", "torch"))
 import common  # noqa: E402
 
 OPS = 1000
@@ -31,31 +35,12 @@ OPS = 1000
 def extra(p):
     p.add_argument("--op", choices=("alloc", "launch"), default="alloc")
     p.add_argument("--depth", type=int, default=25, help="Python frames above the operation")
-
-
-class InstructionCounter:
-    """Instructions retired by the calling thread (perf_event_open)."""
-    SYSCALL = 298  # x86-64
-
-    def __init__(self):
-        libc = ctypes.CDLL(None, use_errno=True)
-        # perf_event_attr, first 64 bytes: type=HARDWARE, size, config=INSTRUCTIONS,
-        # flags: disabled (bit 0), exclude_hv (bit 6)
-        attr = struct.pack("IIQQQQQ", 0, 64, 1, 0, 0, 0, 1 | 1 << 6) + bytes(8)
-        buf = ctypes.create_string_buffer(attr, 64)
-        self.fd = libc.syscall(self.SYSCALL, buf, 0, -1, -1, 0) if sys.platform == "linux" else -1
-        self.libc = libc
-
-    def start(self):
-        if self.fd >= 0:
-            self.libc.ioctl(self.fd, 0x2403, 0)  # PERF_EVENT_IOC_RESET
-            self.libc.ioctl(self.fd, 0x2400, 0)  # PERF_EVENT_IOC_ENABLE
-
-    def stop(self):
-        if self.fd < 0:
-            return None
-        self.libc.ioctl(self.fd, 0x2401, 0)  # PERF_EVENT_IOC_DISABLE
-        return struct.unpack("Q", os.read(self.fd, 8))[0]
+    p.add_argument("--hook-floor", metavar="LIB", help="compare before/after attaching the "
+                   "bridge with libhook-floor.so behind it, in this process")
+    p.add_argument("--recorder", metavar="DIR", help="with --hook-floor: the folder with "
+                   "torch-bridge.cpp and python/")
+    p.add_argument("--python-sites", action="store_true", help="with --hook-floor: name sites")
+    p.add_argument("--blocks", type=int, default=30, help="with --hook-floor: timed steps each way")
 
 
 def nested(depth, fn):
@@ -78,33 +63,53 @@ def setup(args):
             torch.add(a, a, out=out)
 
     body = allocs if args.op == "alloc" else launches
-    counter = InstructionCounter()
-    counted = {"steps": 0, "instructions": 0}
+    return lambda: nested(args.depth, body)
 
-    def step():
-        counter.start()
-        nested(args.depth, body)
-        n = counter.stop()
-        if n is not None:
-            counted["steps"] += 1
-            counted["instructions"] += n
-    step.counted = counted
-    return step
+
+def before_after(args):
+    """Median us per op of --blocks steps before and after attaching the
+    bridge with nothing behind it."""
+    import torch
+
+    sys.path.insert(0, HERE)
+    import hook_floor
+
+    attach = hook_floor.attacher(args.hook_floor, args.recorder, args.python_sites)
+    step = setup(args)
+
+    def timed():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) * 1e6 / OPS
+
+    figures = {}
+    for when in ("before", "after"):
+        if when == "after":
+            attach()  # torch.cuda is initialised: the allocator exists
+        for _ in range(args.warmup):
+            step()
+        figures["us_per_op_" + when] = round(statistics.median(
+            timed() for _ in range(args.blocks)), 4)
+    figures["us_added_per_op"] = round(figures["us_per_op_after"] - figures["us_per_op_before"], 4)
+    figures.update(op=args.op, depth=args.depth, python_sites=args.python_sites,
+                   gpu=torch.cuda.get_device_name(), torch_version=torch.__version__)
+    print(json.dumps(figures))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=1)
+            f.write("\n")
 
 
 def main():
     args = common.parse(__doc__.splitlines()[0], steps=200, batch=1, extra=extra)
-    steps = []
-    common.run(args, lambda a: steps.append(setup(a)) or steps[0])
-    c = steps[0].counted
-    if args.json:  # add the count to the sidecar common.run wrote
-        with open(args.json) as f:
-            side = json.load(f)
-        side["instructions_per_op"] = (round(c["instructions"] / (c["steps"] * OPS), 1)
-                                       if c["steps"] else None)
-        with open(args.json, "w") as f:
-            json.dump(side, f, indent=1)
-            f.write("\n")
+    if args.hook_floor:
+        if not args.recorder:
+            sys.exit("torch_ops: --hook-floor needs --recorder")
+        before_after(args)
+    else:
+        common.run(args, setup)
 
 
 if __name__ == "__main__":
