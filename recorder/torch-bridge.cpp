@@ -257,24 +257,20 @@ uint32_t python_site(int skip)
 			return 0;
 		__atomic_store_n(&sites, table, __ATOMIC_RELEASE);
 	}
-	for (size_t i = 0, s = h % site_slots; i < site_slots; i++, s = (s + 1) % site_slots) {
-		site_entry &e = sites[s];
-		if (e.hash == h && e.nkeys == 2u * n &&
-		    !std::memcmp(e.key, key, 2 * n * sizeof(*key)))
-			return e.id; // another thread named it meanwhile
-		if (e.hash)
-			continue;
-		id = name_and_intern(codes, offsets, n);
-		if (id && sites_used < site_slots * 3 / 4) {
-			e.id = id;
-			e.nkeys = 2u * n;
-			std::memcpy(e.key, key, 2 * n * sizeof(*key));
-			__atomic_store_n(&e.hash, h, __ATOMIC_RELEASE);
-			sites_used++;
-		}
-		return id;
-	}
-	return name_and_intern(codes, offsets, n);
+	if ((id = find_site(sites, h, key, n)))
+		return id; // another thread named it meanwhile
+	id = name_and_intern(codes, offsets, n);
+	if (!id || sites_used >= site_slots * 3 / 4)
+		return id; // past 3/4 full: named each time, not cached
+	size_t s = h % site_slots;
+	while (sites[s].hash)
+		s = (s + 1) % site_slots;
+	sites[s].id = id;
+	sites[s].nkeys = 2u * n;
+	std::memcpy(sites[s].key, key, 2 * n * sizeof(*key));
+	__atomic_store_n(&sites[s].hash, h, __ATOMIC_RELEASE);
+	sites_used++;
+	return id;
 }
 
 #else
