@@ -10,6 +10,12 @@ does warm-up steps, times the rest, and writes (with --json PATH):
   torch_max_memory_reserved_expandable  the same steps in a fresh process with
                                         PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
   ms_per_step, gpu, torch_version, steps, batch, script
+  block_ms                              ms per step of each timed block (--block)
+
+bench/record-overhead/run.py runs several copies of a script at once in
+lockstep (--turns): each waits for its turn before every block of steps, so
+plain and recorded blocks alternate a fraction of a second apart and a shared
+host's drift hits both alike.
 """
 
 import argparse
@@ -36,6 +42,11 @@ def parse(description, steps=10, batch=8, extra=None):
     p.add_argument("--emit-nvtx", action="store_true",
                    help="run the steps under torch.autograd.profiler.emit_nvtx() (one NVTX "
                         "range per operator)")
+    p.add_argument("--block", type=int, metavar="N",
+                   help="time the steps in blocks of N (default: one block)")
+    p.add_argument("--turns", metavar="GO,DONE",
+                   help="two FIFOs: wait for a byte on GO before the warm-up and before each "
+                        "block, write one to DONE after it (run.py's lockstep)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args()
 
@@ -68,6 +79,54 @@ def train_step(forward, opt):
     return step
 
 
+class _Turns:
+    """Lockstep with other runs (--turns GO,DONE): take() blocks until
+    run.py gives this run its turn, give() hands the turn back. Without
+    --turns both do nothing."""
+
+    def __init__(self, spec):
+        self.go = self.done = None
+        if spec:
+            go, done = spec.split(",")
+            self.go = open(go, "rb", buffering=0)  # the order run.py opens them in
+            self.done = open(done, "wb", buffering=0)
+
+    def take(self):
+        if self.go and not self.go.read(1):
+            sys.exit("common: --turns: the other end closed")
+
+    def give(self):
+        if self.done:
+            self.done.write(b".")
+
+
+def _timed_blocks(args, step):
+    """Warm-up, then the timed steps in blocks of --block, each synchronized
+    and taken as a turn; returns ms per step of each block, and of them all."""
+    import torch
+
+    turns = _Turns(args.turns)
+    turns.take()
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    turns.give()
+    blocks, left, total = [], args.steps, 0.0
+    while left > 0:
+        n = min(args.block or left, left)
+        turns.take()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        torch.cuda.synchronize()
+        ms = (time.perf_counter() - t0) * 1000.0
+        turns.give()
+        blocks.append(ms / n)
+        total += ms
+        left -= n
+    return blocks, total / max(args.steps, 1)
+
+
 def run(args, setup):
     import contextlib
 
@@ -77,14 +136,7 @@ def run(args, setup):
     step = setup(args)
     ops = torch.autograd.profiler.emit_nvtx() if args.emit_nvtx else contextlib.nullcontext()
     with ops:
-        for _ in range(args.warmup):
-            step()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(args.steps):
-            step()
-        torch.cuda.synchronize()
-    ms = (time.perf_counter() - t0) * 1000.0 / max(args.steps, 1)
+        blocks, ms = _timed_blocks(args, step)
     stats = torch.cuda.memory_stats()
     figures = {
         "torch_max_memory_allocated": torch.cuda.max_memory_allocated(),
@@ -96,12 +148,13 @@ def run(args, setup):
         return
     if not args.no_expandable:
         argv = [sys.executable, sys.argv[0]] + [a for a in sys.argv[1:]] + ["--child"]
-        argv = _drop_json(argv)
+        argv = _drop_options(argv, ("--json", "--turns"))
         r = subprocess.run(argv, env=_clean_env(), stdout=subprocess.PIPE, text=True, check=True)
         child = json.loads(r.stdout.strip().splitlines()[-1])
         figures["torch_max_memory_reserved_expandable"] = child["torch_max_memory_reserved_native"]
     figures.update({
         "ms_per_step": round(ms, 3),
+        "block_ms": [round(b, 4) for b in blocks],
         "steps": args.warmup + args.steps,
         "batch": args.batch,
         "script": os.path.basename(sys.argv[0]),
@@ -116,16 +169,17 @@ def run(args, setup):
             f.write("\n")
 
 
-def _drop_json(argv):
+def _drop_options(argv, names):
+    """argv without the options in names and their values."""
     out, skip = [], False
     for a in argv:
         if skip:
             skip = False
             continue
-        if a == "--json":
+        if a in names:
             skip = True
             continue
-        if a.startswith("--json="):
+        if a.split("=", 1)[0] in names:
             continue
         out.append(a)
     return out
