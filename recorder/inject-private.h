@@ -2,9 +2,10 @@
  * CUDA loads into a recorded program through CUDA_INJECTION64_PATH.
  *
  * One recorder per process (struct mt_inject, a single global): a trace
- * writer guarded by one mutex, a queue that cheap producers (the PyTorch
- * bridge, the sampler) append to, a background thread that samples device
- * memory and flushes every ~200 ms, and the CUPTI subscriber. Nothing here
+ * writer guarded by one mutex, a queue that cheap producers (the sampler,
+ * the PyTorch events' drain) append to, lock-free rings that the PyTorch
+ * bridge's calls append to, a background thread that samples device memory
+ * and flushes every ~200 ms, and the CUPTI subscriber. Nothing here
  * may harm the host program: every failure becomes one warning line on
  * stderr (mt_inject_warn) and the recorder goes quiet.
  */
@@ -132,7 +133,57 @@ uint32_t mt_stacks_site(void);
 
 /* ---- PyTorch requests (inject-torch.c) ---- */
 
-/* Emits frees still waiting for completion; writer_lock not held. */
+/* Processes the allocator events the bridge has queued (pairs frees, keeps
+ * the totals) and queues the resulting events with mt_sink_push; called by
+ * the flushing thread before it drains the queue, so a flush writes every
+ * event whose memtrace_torch_event() call returned before it (the calls for
+ * one device come one at a time, under its allocator lock). Any thread;
+ * takes the torch lock, never writer_lock (it may be held). */
+void mt_torch_drain(void);
+/* Drains (mt_torch_drain), then emits frees still waiting for completion;
+ * writer_lock not held. */
 void mt_torch_close(void);
+/* In a child forked without exec: forgets the parent's queued events (the
+ * parent writes them) and makes the torch locks usable. */
+void mt_torch_after_fork_child(void);
+
+/* ---- lock-free ring of raw PyTorch events (inject-ring.c) ---- */
+
+/* One allocator event as the bridge's calling thread saw it; the ring copies
+ * it verbatim. */
+struct mt_ring_record {
+	uint64_t address;
+	uint64_t bytes;
+	uint64_t ts;
+	uint32_t stream; /* CUPTI stream id */
+	uint32_t site;
+	int action;
+};
+
+/* A bounded queue of records: any number of producers without a lock, one
+ * consumer at a time (the callers' lock). */
+struct mt_ring;
+
+/* A new empty ring of CAPACITY records (a power of two, at least 2); NULL
+ * when CAPACITY is not one or memory runs out. */
+struct mt_ring *mt_ring_new(size_t capacity);
+/* Frees a ring no thread uses any more; NULL is accepted. */
+void mt_ring_free(struct mt_ring *r);
+/* Appends a copy of *REC; any thread, lock-free (never waits for another
+ * thread). Returns 0, or -EAGAIN when the ring is full (nothing appended). */
+int mt_ring_push(struct mt_ring *r, const struct mt_ring_record *rec);
+/* Appends a copy of *REC; while the ring is full, the caller drains it itself
+ * (mt_ring_drain with FN and ARG under LOCK, the lock every consumer holds)
+ * and tries again, so nothing is lost. The caller must not hold LOCK, and FN
+ * must not push into R. */
+void mt_ring_push_wait(struct mt_ring *r, const struct mt_ring_record *rec, pthread_mutex_t *lock,
+                       void (*fn)(const struct mt_ring_record *rec, void *arg), void *arg);
+/* Calls FN(record, ARG) for the records pushed before this call, oldest
+ * (first reserved) first, each slot given back before FN sees its copy;
+ * stops early at a slot a producer has reserved and not yet written (the
+ * rest waits for the next call). One consumer at a time: every caller holds
+ * the same lock. Returns the number of records read. */
+size_t mt_ring_drain(struct mt_ring *r, void (*fn)(const struct mt_ring_record *rec, void *arg),
+                     void *arg);
 
 #endif

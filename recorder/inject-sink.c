@@ -271,6 +271,7 @@ static void commit_locked(void)
 	struct mt_inject *in = &mt_inject_state;
 
 	in->dropped += mt_activity_drain_locked();
+	mt_torch_drain();
 	drain_queue_locked();
 	if (mine() && mt_writer_flush(in->writer) < 0)
 		mt_inject_warn("cannot write the trace: %s", mt_writer_message(in->writer));
@@ -404,6 +405,7 @@ static void after_fork_child(void)
 	atomic_store(&mt_inject_state.enabled, false);
 	mt_inject_state.thread_started = false;
 	mt_activity_after_fork_child();
+	mt_torch_after_fork_child();
 }
 
 int mt_sink_start_thread(void)

@@ -17,6 +17,14 @@
  *   on pool MT_TORCH_POOL (reserved and allocated bytes after the change).
  *   The segments themselves already are driver-layer events from CUPTI.
  * - OOM: a request-layer alloc_failed (free bytes as the allocator saw them).
+ *
+ * The calling thread holds the allocator's lock, so it does only what must
+ * happen there: the call site, the timestamp, the stream id (CUPTI's, from a
+ * per-thread cache) and a store of the raw record into its device's
+ * lock-free ring (inject-ring.c). The device's lock serializes its calls, so
+ * a ring's order is their order, which the pairing of frees needs. The
+ * flushing thread turns the records into events (mt_torch_drain); a
+ * producer that finds its ring full does it itself.
  */
 #include "config.h"
 
@@ -44,6 +52,7 @@ void memtrace_set_capture(const char *capture);
 
 #define PENDING_SLOTS 65536 /* frees requested and not yet completed */
 #define STREAM_SLOTS 256
+#define RING_RECORDS 65536 /* per device; a full ring is drained by its producer */
 
 struct pending {
 	uint64_t address; /* 0 = free slot */
@@ -53,24 +62,37 @@ struct pending {
 	int device;
 };
 
+/* The consumer side: held to drain any ring, and guards what the drain
+ * keeps (pending frees, totals). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pending pending[PENDING_SLOTS];
 static size_t pending_count;
-static struct {
+static uint64_t reserved[MT_INJECT_MAX_DEVICES];
+static uint64_t allocated[MT_INJECT_MAX_DEVICES];
+
+/* One ring per CUDA ordinal, made on first use and kept while the process
+ * lives (a producer may be using it at any time). */
+static struct mt_ring *_Atomic rings[MT_INJECT_MAX_DEVICES];
+
+/* Stream handles and their CUPTI ids, behind a per-thread cache of the last
+ * one looked up. */
+static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+struct stream_entry {
 	uint64_t handle;
 	int device; /* the default stream (handle 0) differs per device */
 	uint32_t id;
 	bool used;
-} streams[STREAM_SLOTS];
-static uint64_t reserved[MT_INJECT_MAX_DEVICES];
-static uint64_t allocated[MT_INJECT_MAX_DEVICES];
+};
+static struct stream_entry streams[STREAM_SLOTS];
+static __thread struct stream_entry last_stream;
 
 static size_t slot_of(uint64_t address)
 {
 	return (size_t)((address >> 9) * 0x9e3779b97f4a7c15ull >> 48) % PENDING_SLOTS;
 }
 
-static uint32_t stream_id(int device, uint64_t handle)
+/* streams_lock held */
+static uint32_t stream_id_locked(int device, uint64_t handle)
 {
 	size_t h =
 	        (size_t)((handle ^ (uint64_t)device) * 0x9e3779b97f4a7c15ull >> 56) % STREAM_SLOTS;
@@ -88,6 +110,21 @@ static uint32_t stream_id(int device, uint64_t handle)
 		}
 	}
 	return mt_device_stream_id(handle);
+}
+
+/* CUPTI's id of a stream of this device. On the calling thread: the default
+ * stream's id comes from its current context. */
+static uint32_t stream_id(int device, uint64_t handle)
+{
+	if (!last_stream.used || last_stream.handle != handle || last_stream.device != device) {
+		pthread_mutex_lock(&streams_lock);
+		last_stream.id = stream_id_locked(device, handle);
+		pthread_mutex_unlock(&streams_lock);
+		last_stream.handle = handle;
+		last_stream.device = device;
+		last_stream.used = true;
+	}
+	return last_stream.id;
 }
 
 static void emit_free(const struct pending *p, uint64_t completed)
@@ -166,64 +203,117 @@ static void pool_change(int device, int64_t delta, uint64_t ts)
 	mt_sink_push(&ev);
 }
 
+/* Turns one record of DEVICE's ring into events; lock held. */
+static void process(const struct mt_ring_record *rec, void *arg)
+{
+	int device = (int)(uintptr_t)arg;
+	struct mt_event ev = { 0 };
+
+	switch (rec->action) {
+	case TORCH_ALLOC:
+		ev.kind = MT_EVENT_ALLOC;
+		ev.ts = rec->ts;
+		ev.device = (uint32_t)device;
+		ev.alloc.address = rec->address;
+		ev.alloc.bytes = rec->bytes;
+		ev.alloc.stream = rec->stream;
+		ev.alloc.layer = MT_LAYER_REQUEST;
+		ev.alloc.mem_kind = MT_MEM_DEVICE;
+		ev.alloc.api = MT_API_TORCH;
+		ev.alloc.site = rec->site;
+		allocated[device] += rec->bytes;
+		mt_sink_push(&ev);
+		break;
+	case TORCH_FREE_REQUESTED:
+		allocated[device] -= rec->bytes;
+		free_requested(device, rec->address, rec->bytes, rec->stream, rec->ts);
+		break;
+	case TORCH_FREE_COMPLETED:
+		free_completed(device, rec->address, rec->ts);
+		break;
+	case TORCH_SEGMENT_ALLOC:
+	case TORCH_SEGMENT_MAP:
+		pool_change(device, (int64_t)rec->bytes, rec->ts);
+		break;
+	case TORCH_SEGMENT_FREE:
+	case TORCH_SEGMENT_UNMAP:
+		pool_change(device, -(int64_t)rec->bytes, rec->ts);
+		break;
+	case TORCH_OOM:
+		ev.kind = MT_EVENT_ALLOC_FAILED;
+		ev.ts = rec->ts;
+		ev.device = (uint32_t)device;
+		ev.failed.bytes = rec->bytes;
+		ev.failed.free_bytes = rec->address; /* c10 puts free bytes in addr_ */
+		ev.failed.stream = rec->stream;
+		ev.failed.error = 2; /* cudaErrorMemoryAllocation */
+		ev.failed.layer = MT_LAYER_REQUEST;
+		ev.failed.api = MT_API_TORCH;
+		ev.failed.site = rec->site;
+		mt_sink_push(&ev);
+		break;
+	}
+}
+
+/* The ring of a CUDA ordinal, made on first use; NULL when out of memory. */
+static struct mt_ring *ring_of(int device)
+{
+	struct mt_ring *r = atomic_load_explicit(&rings[device], memory_order_acquire);
+	struct mt_ring *none = NULL;
+
+	if (r)
+		return r;
+	r = mt_ring_new(RING_RECORDS);
+	if (!r) {
+		mt_inject_warn("out of memory");
+		return NULL;
+	}
+	if (!atomic_compare_exchange_strong_explicit(&rings[device], &none, r, memory_order_acq_rel,
+	                                             memory_order_acquire)) {
+		mt_ring_free(r); /* another thread's came first */
+		r = none;
+	}
+	return r;
+}
+
 __attribute__((visibility("default"))) void memtrace_torch_event(int action, int device,
                                                                  uint64_t address, uint64_t bytes,
                                                                  uint64_t stream, uint32_t site)
 {
-	struct mt_event ev = { 0 };
-	uint64_t ts;
+	struct mt_ring_record rec = { 0 };
+	struct mt_ring *r;
 
 	if (device < 0 || device >= MT_INJECT_MAX_DEVICES ||
 	    !atomic_load_explicit(&mt_inject_state.enabled, memory_order_relaxed))
 		return;
 	if (!site && (action == TORCH_ALLOC || action == TORCH_OOM))
 		site = mt_stacks_site();
-	ts = mt_inject_now();
-	pthread_mutex_lock(&lock);
-	switch (action) {
-	case TORCH_ALLOC:
-		ev.kind = MT_EVENT_ALLOC;
-		ev.ts = ts;
-		ev.device = (uint32_t)device;
-		ev.alloc.address = address;
-		ev.alloc.bytes = bytes;
-		ev.alloc.stream = stream_id(device, stream);
-		ev.alloc.layer = MT_LAYER_REQUEST;
-		ev.alloc.mem_kind = MT_MEM_DEVICE;
-		ev.alloc.api = MT_API_TORCH;
-		ev.alloc.site = site;
-		allocated[device] += bytes;
-		mt_sink_push(&ev);
-		break;
-	case TORCH_FREE_REQUESTED:
-		allocated[device] -= bytes;
-		free_requested(device, address, bytes, stream_id(device, stream), ts);
-		break;
-	case TORCH_FREE_COMPLETED:
-		free_completed(device, address, ts);
-		break;
-	case TORCH_SEGMENT_ALLOC:
-	case TORCH_SEGMENT_MAP:
-		pool_change(device, (int64_t)bytes, ts);
-		break;
-	case TORCH_SEGMENT_FREE:
-	case TORCH_SEGMENT_UNMAP:
-		pool_change(device, -(int64_t)bytes, ts);
-		break;
-	case TORCH_OOM:
-		ev.kind = MT_EVENT_ALLOC_FAILED;
-		ev.ts = ts;
-		ev.device = (uint32_t)device;
-		ev.failed.bytes = bytes;
-		ev.failed.free_bytes = address; /* c10 puts free bytes in addr_ */
-		ev.failed.stream = stream_id(device, stream);
-		ev.failed.error = 2; /* cudaErrorMemoryAllocation */
-		ev.failed.layer = MT_LAYER_REQUEST;
-		ev.failed.api = MT_API_TORCH;
-		ev.failed.site = site;
-		mt_sink_push(&ev);
-		break;
+	rec.ts = mt_inject_now();
+	if (action == TORCH_ALLOC || action == TORCH_FREE_REQUESTED || action == TORCH_OOM)
+		rec.stream = stream_id(device, stream);
+	rec.action = action;
+	rec.address = address;
+	rec.bytes = bytes;
+	rec.site = site;
+	r = ring_of(device);
+	if (r)
+		mt_ring_push_wait(r, &rec, &lock, process, (void *)(uintptr_t)device);
+}
+
+/* lock held */
+static void drain_locked(void)
+{
+	for (int d = 0; d < MT_INJECT_MAX_DEVICES; d++) {
+		struct mt_ring *r = atomic_load_explicit(&rings[d], memory_order_acquire);
+		if (r)
+			mt_ring_drain(r, process, (void *)(uintptr_t)d);
 	}
+}
+
+void mt_torch_drain(void)
+{
+	pthread_mutex_lock(&lock);
+	drain_locked();
 	pthread_mutex_unlock(&lock);
 }
 
@@ -236,6 +326,7 @@ __attribute__((visibility("default"))) void memtrace_set_capture(const char *cap
 void mt_torch_close(void)
 {
 	pthread_mutex_lock(&lock);
+	drain_locked();
 	for (size_t i = 0; i < PENDING_SLOTS; i++) {
 		if (pending[i].address) {
 			emit_free(&pending[i], pending[i].ts);
@@ -244,4 +335,17 @@ void mt_torch_close(void)
 	}
 	pending_count = 0;
 	pthread_mutex_unlock(&lock);
+}
+
+void mt_torch_after_fork_child(void)
+{
+	/* Only this thread lives on in the child: no producer is inside a
+	 * ring, and a lock another thread held at the fork stays locked
+	 * unless made anew. The pairing table and totals are left as they are:
+	 * the child records nothing (its sink is disabled), so no drain reads
+	 * them, and clearing them would copy their pages. */
+	pthread_mutex_init(&lock, NULL);
+	pthread_mutex_init(&streams_lock, NULL);
+	for (int d = 0; d < MT_INJECT_MAX_DEVICES; d++)
+		mt_ring_free(atomic_exchange(&rings[d], NULL));
 }

@@ -1,0 +1,128 @@
+/* inject-ring.c — a bounded lock-free queue of raw PyTorch allocator
+ * records: many producers, one consumer at a time.
+ *
+ * Models: Dmitry Vyukov's bounded MPMC queue, with the consumer side reduced
+ * to one reader. A producer reserves an index by compare-and-swap on head
+ * (after checking against tail that the ring has room), writes the slot, and
+ * publishes it with a release store of the slot's sequence number, index + 1.
+ * The consumer (whoever holds the lock the callers agree on) reads slots in
+ * index order while their sequence says they are written, and gives each
+ * slot back with a release store of tail, which a producer of the index one
+ * lap later reads before writing the slot again. So the records come out in
+ * the order their indices were reserved, each exactly once. A slot reserved
+ * but not yet written stops the reader there; what follows it waits for the
+ * next drain.
+ *
+ * Needs nothing from CUDA: tests/recorder/test-ring.c links this file alone.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "inject-private.h"
+
+#define CACHE_LINE 64
+
+struct slot {
+	atomic_size_t seq; /* index + 1 once the record of that index is written */
+	struct mt_ring_record rec;
+};
+
+struct mt_ring {
+	size_t mask; /* capacity - 1 */
+	/* head and tail on lines of their own: producers write head, the
+	 * consumer writes tail */
+	char pad0[CACHE_LINE];
+	atomic_size_t head; /* next index to reserve */
+	char pad1[CACHE_LINE - sizeof(atomic_size_t)];
+	atomic_size_t tail; /* next index to read */
+	char pad2[CACHE_LINE - sizeof(atomic_size_t)];
+	struct slot slots[];
+};
+
+struct mt_ring *mt_ring_new(size_t capacity)
+{
+	struct mt_ring *r;
+
+	if (capacity < 2 || (capacity & (capacity - 1)))
+		return NULL;
+	r = calloc(1, sizeof(*r) + capacity * sizeof(r->slots[0]));
+	if (!r)
+		return NULL;
+	r->mask = capacity - 1;
+	return r;
+}
+
+void mt_ring_free(struct mt_ring *r)
+{
+	free(r);
+}
+
+int mt_ring_push(struct mt_ring *r, const struct mt_ring_record *rec)
+{
+	size_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+	struct slot *s;
+
+	for (;;) {
+		/* acquire: the consumer's reads of the slot one lap back happen
+		 * before the write below */
+		size_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+
+		if (pos - tail > r->mask) {
+			/* Full, or pos was read before tail moved past it: only
+			 * a fresh head tells which. */
+			size_t now = atomic_load_explicit(&r->head, memory_order_relaxed);
+			if (now == pos)
+				return -EAGAIN;
+			pos = now;
+			continue;
+		}
+		if (atomic_compare_exchange_weak_explicit(
+		            &r->head, &pos, pos + 1, memory_order_relaxed, memory_order_relaxed))
+			break;
+	}
+	s = &r->slots[pos & r->mask];
+	s->rec = *rec;
+	atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+	return 0;
+}
+
+void mt_ring_push_wait(struct mt_ring *r, const struct mt_ring_record *rec, pthread_mutex_t *lock,
+                       void (*fn)(const struct mt_ring_record *rec, void *arg), void *arg)
+{
+	while (mt_ring_push(r, rec) < 0) {
+		size_t n;
+
+		pthread_mutex_lock(lock);
+		n = mt_ring_drain(r, fn, arg);
+		pthread_mutex_unlock(lock);
+		if (!n)
+			sched_yield(); /* the oldest slot is still being written */
+	}
+}
+
+size_t mt_ring_drain(struct mt_ring *r, void (*fn)(const struct mt_ring_record *rec, void *arg),
+                     void *arg)
+{
+	size_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	/* what was reserved before this call: producers that keep pushing
+	 * cannot keep the consumer here */
+	size_t end = atomic_load_explicit(&r->head, memory_order_relaxed);
+	size_t n = 0;
+
+	while (tail != end) {
+		struct slot *s = &r->slots[tail & r->mask];
+		struct mt_ring_record rec;
+
+		if (atomic_load_explicit(&s->seq, memory_order_acquire) != tail + 1)
+			break;
+		rec = s->rec;
+		/* the slot is free before fn runs, however long that takes */
+		atomic_store_explicit(&r->tail, ++tail, memory_order_release);
+		fn(&rec, arg);
+		n++;
+	}
+	return n;
+}
