@@ -333,6 +333,7 @@ static void *sink_thread(void *arg)
 	sigset_t all;
 
 	(void)arg;
+	pthread_setname_np(pthread_self(), "memtrace"); /* as top and py-spy show it */
 	/* Signals are the program's business, not this thread's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
