@@ -1,24 +1,33 @@
 #!/usr/bin/env python3
-"""What CUPTI's timed activity kinds add to one PyTorch kernel launch,
-measured inside one process, so a shared host's drift cancels out. Run it
+"""What CUPTI's timed activity kinds add to PyTorch work, measured inside one
+process, so a shared host's swings between processes cancel out. Run it
 under `memtrace record --no-kernels`: the recorder is attached with its
 kernel, memcpy and memset records off, and this script switches them on and
 off through CUPTI itself (the same libcupti the recorder loaded) between
-blocks of 1000 launches, the states interleaved block by block: --op add,
-torch.add into an existing tensor (a PyTorch elementwise kernel); --op mm, a
-64x64 bf16 matrix product (a cuBLAS kernel, launched as cuBLAS launches). Prints, per state, the median microseconds per
-launch and the difference to the state with none of them; asserts nothing.
+blocks of work, the states interleaved block by block. The work:
+  --op add     1000 launches of torch.add into an existing tensor (a PyTorch
+               elementwise kernel); figures in us per launch
+  --op mm      1000 64x64 bf16 matrix products (cuBLAS kernels, launched as
+               cuBLAS launches); us per launch
+  --script S   --steps-per-block steps of a sample in samples/torch (its
+               setup() and step, with ARGS after --); ms per step
+Prints, per state, the median and mean of the blocks and the difference to
+the state with none of the records; asserts nothing.
 
-Usage: memtrace record --no-kernels -- python3 cupti_kinds.py [--op add|mm] [--blocks N]
-                                                              [--json PATH]
+Usage: memtrace record --no-kernels -- python3 cupti_kinds.py [--blocks N] [--json PATH]
+           (--op add|mm | --script SCRIPT [--steps-per-block N] [-- ARGS])
 """
 import argparse
 import ctypes
 import json
+import os
+import runpy
 import statistics
 import sys
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+SAMPLES = os.path.join(HERE, "..", "..", "samples", "torch")
 LAUNCHES = 1000
 # CUpti_ActivityKind values (cupti_activity.h)
 CONCURRENT_KERNEL, MEMCPY, MEMSET = 10, 1, 2
@@ -40,26 +49,71 @@ def loaded_cupti():
     return None
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--blocks", type=int, default=60, help="blocks per state (default 60)")
-    p.add_argument("--op", choices=("add", "mm"), default="add")
-    p.add_argument("--json", metavar="PATH")
-    a = p.parse_args()
-
+def launches(op):
+    """A block of --op work and its unit: (callable, count per block, unit)."""
     import torch
 
-    if a.op == "add":
+    if op == "add":
         x = torch.ones(256, device="cuda")
     else:
         x = torch.ones(64, 64, device="cuda", dtype=torch.bfloat16)
     out = torch.empty_like(x)
-    launch = torch.add if a.op == "add" else torch.mm
+    launch = torch.add if op == "add" else torch.mm
+
+    def block():
+        for _ in range(LAUNCHES):
+            launch(x, x, out=out)
+    return block, LAUNCHES, 1e6, "us per launch"
+
+
+def script_steps(script, args, per_block):
+    """A block of a sample's steps: runs the sample as __main__ with its own
+    argument parsing, but takes its step from common.run instead of running
+    it there."""
+    sys.path.insert(0, SAMPLES)
+    import common
+
+    got = {}
+
+    def keep(parsed, setup):
+        import torch
+
+        torch.manual_seed(0)
+        got["step"] = setup(parsed)
+    common.run = keep
+    sys.argv = [script] + args
+    runpy.run_path(os.path.join(SAMPLES, script), run_name="__main__")
+    step = got["step"]
+
+    def block():
+        for _ in range(per_block):
+            step()
+    return block, per_block, 1e3, "ms per step"
+
+
+def main():
+    argv = sys.argv[1:]
+    rest = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--blocks", type=int, default=60, help="blocks per state (default 60)")
+    p.add_argument("--op", choices=("add", "mm"), default="add")
+    p.add_argument("--script", help="a sample in samples/torch, e.g. bert_train.py")
+    p.add_argument("--steps-per-block", type=int, default=4)
+    p.add_argument("--json", metavar="PATH")
+    a = p.parse_args(argv)
+
+    import torch
+
     cupti = loaded_cupti()
     if not cupti:
         sys.exit("cupti_kinds: no libcupti in this process; run it under memtrace record "
                  "--no-kernels")
-    us = {name: [] for name, _ in STATES}
+    if a.script:
+        block, count, scale, unit = script_steps(a.script, rest, a.steps_per_block)
+    else:
+        block, count, scale, unit = launches(a.op)
+    per = {name: [] for name, _ in STATES}
     for b in range(a.blocks * len(STATES) + len(STATES)):
         name, kinds = STATES[b % len(STATES)]
         for k in (CONCURRENT_KERNEL, MEMCPY, MEMSET):
@@ -68,19 +122,19 @@ def main():
                 sys.exit("cupti_kinds: CUPTI refused kind %d: error %d" % (k, rc))
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        for _ in range(LAUNCHES):
-            launch(x, x, out=out)
+        block()
         torch.cuda.synchronize()
         if b >= len(STATES):  # the first round warms up
-            us[name].append((time.perf_counter() - t0) * 1e6 / LAUNCHES)
-    base = statistics.median(us["none"])
-    figures = {"op": a.op, "gpu": torch.cuda.get_device_name(), "torch_version": torch.__version__,
-               "blocks": a.blocks, "launches_per_block": LAUNCHES, "states": {}}
+            per[name].append((time.perf_counter() - t0) * scale / count)
+    base = statistics.median(per["none"])
+    figures = {"work": a.script or a.op, "unit": unit, "gpu": torch.cuda.get_device_name(),
+               "torch_version": torch.__version__, "blocks": a.blocks, "per_block": count,
+               "states": {}}
     for name, _ in STATES:
-        med = statistics.median(us[name])
-        figures["states"][name] = dict(us_per_launch=round(med, 4),
-                                       us_added=round(med - base, 4), blocks_us=us[name])
-        print("%-14s %7.3f us per launch (%+.3f)" % (name, med, med - base))
+        med, mean = statistics.median(per[name]), statistics.mean(per[name])
+        figures["states"][name] = dict(median=round(med, 4), mean=round(mean, 4),
+                                       added=round(med - base, 4), blocks=per[name])
+        print("%-14s %9.3f %s median, %9.3f mean (%+.3f)" % (name, med, unit, mean, med - base))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(figures, f, indent=1)
