@@ -8,12 +8,13 @@ small kernel (torch.add into an existing tensor), no allocation. Run by
 run.py (--only torch_ops.py) plain and recorded, like the workloads.
 
 A shared host's speed differs between processes by more than recording
-adds to an operation, even in run.py's lockstep. With --hook-floor LIB --recorder DIR the script instead
-compares inside one process: --blocks steps timed, then the PyTorch bridge
-attached with nothing behind it (hook_floor.py), then as many steps again;
-it prints (and with --json writes) us_per_op before and after, and their
-difference: what PyTorch's allocator hook and the bridge (with
---python-sites, its frame walk too) add to each operation.
+adds to an operation, even in run.py's lockstep. With --hook-floor LIB
+--recorder DIR the script instead compares inside one process: --blocks
+steps timed, then the PyTorch bridge attached with nothing behind it
+(hook_floor.py), then as many steps again; it prints (and with --json
+writes) us_per_op before and after, and their difference: what PyTorch's
+allocator hook and the bridge (with --python-sites, its frame walk too) add
+to each operation.
 
 Usage: torch_ops.py [--op alloc|launch] [--depth N] [--steps N] [--json PATH]
        torch_ops.py --hook-floor LIB --recorder DIR [--python-sites] [--blocks N]
