@@ -15,8 +15,12 @@
  * M_TRIM_THRESHOLD 1 GiB): with its defaults every 5.6 MiB array of 65536
  * decoded events is a fresh mmap, and on a VM the page faults of touching
  * it cost more than decoding. --default-malloc measures with the defaults.
+ * --flush-every N flushes the writer after every N appends, as the recorder
+ * does every 200 ms (BERT training appends about 20 000 events in that
+ * time), so the write figure includes what periodic flushes cost.
  * Prints figures and asserts nothing: run by hand, pinned to one core:
- *   taskset -c 1 build/bench/format/bench-format [--default-malloc] [EVENTS]
+ *   taskset -c 1 build/bench/format/bench-format [--default-malloc]
+ *                                                [--flush-every N] [EVENTS]
  * Targets (DESIGN.md): <= 4 B per alloc/free event, <= 8 B per kernel
  * event, decode >= 50 M events/s, encode >= 20 M events/s.
  */
@@ -243,11 +247,13 @@ static uint32_t copy_rows(struct mt_reader *r, struct mt_writer *w)
 	return pid;
 }
 
-/* Writes the mix into a trace of its own through the writer, then walks it
- * with the reader. */
+/* Writes the mix into a trace of its own through the writer, flushing after
+ * every `flush_every` appends (0: only at the end), then walks it with the
+ * reader. */
 static void bench_end_to_end(struct source *src, struct figures *f, struct mt_event *buf,
-                             const char *path, uint32_t kinds)
+                             const char *path, uint32_t kinds, uint64_t flush_every)
 {
+	uint64_t appended = 0;
 	struct mt_writer *w = mt_writer_new();
 	struct mt_reader *r = mt_reader_new();
 	struct mt_query q = { .kinds = kinds };
@@ -270,9 +276,13 @@ static void bench_end_to_end(struct source *src, struct figures *f, struct mt_ev
 			die("interning", mt_writer_message(w), rc < 0 ? rc : -EINVAL);
 	while ((n = source_fill(src, buf, CHUNK)) > 0) {
 		clock_start(&f->write);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			if ((rc = mt_writer_append(w, &buf[i])) < 0)
 				die("mt_writer_append", mt_writer_message(w), rc);
+			if (flush_every && ++appended % flush_every == 0 &&
+			    (rc = mt_writer_flush(w)) < 0)
+				die("mt_writer_flush", mt_writer_message(w), rc);
+		}
 		clock_stop(&f->write);
 	}
 	source_close(src);
@@ -367,7 +377,7 @@ static void print_figures(const char *mix, const struct figures *f, double per_b
 
 int main(int argc, char **argv)
 {
-	uint64_t events = 10000000;
+	uint64_t events = 10000000, flush_every = 0;
 	char dir[] = "/tmp/bench-format.XXXXXX", path[3][64];
 	struct mt_event *buf = malloc(CHUNK * sizeof(*buf));
 	struct figures mixes[2] = { 0 };
@@ -387,9 +397,12 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--default-malloc")) {
 			default_malloc = true;
+		} else if (!strcmp(argv[i], "--flush-every") && i + 1 < argc) {
+			if (mt_size_parse(argv[++i], &flush_every) < 0)
+				flush_every = 0;
 		} else if (mt_size_parse(argv[i], &events) < 0) {
-			fprintf(stderr, "usage: bench-format [--default-malloc] [EVENTS]  (default "
-			                "10M, e.g. 1e6)\n");
+			fprintf(stderr, "usage: bench-format [--default-malloc] [--flush-every N] "
+			                "[EVENTS]  (default 10M, e.g. 1e6)\n");
 			return 2;
 		}
 	}
@@ -420,16 +433,17 @@ int main(int argc, char **argv)
 		die(path[0], mt_reader_message(r), rc);
 	train_bytes = file_size(path[0]);
 	printf("bench-format: synthetic training loop, seed 1: %" PRIu64 " alloc/free, %" PRIu64
-	       " kernel events; file %.1f MiB (synth + writer: %.1f s); malloc %s\n\n",
+	       " kernel events; file %.1f MiB (synth + writer: %.1f s); malloc %s; writer "
+	       "flushed every %" PRIu64 " events (0: at the end)\n\n",
 	       stats[MT_EVENT_ALLOC].events + stats[MT_EVENT_FREE].events,
 	       stats[MT_EVENT_KERNEL].events, (double)train_bytes / (1 << 20), synth.wall,
-	       default_malloc ? "defaults" : "keeps freed memory");
+	       default_malloc ? "defaults" : "keeps freed memory", flush_every);
 
 	for (int m = 0; m < 2; m++) {
 		source_open(&src, r, kinds[m], events);
 		bench_codec(&src, &mixes[m], buf);
 		source_open(&src, r, kinds[m], events);
-		bench_end_to_end(&src, &mixes[m], buf, path[m + 1], kinds[m]);
+		bench_end_to_end(&src, &mixes[m], buf, path[m + 1], kinds[m], flush_every);
 		trace_bytes(stats, train_bytes, kinds[m], &per_blob, &per_file);
 		print_figures(m ? "kernel mix" : "alloc/free mix", &mixes[m], per_blob, per_file,
 		              m ? 8 : 4);

@@ -237,10 +237,12 @@ static uint64_t read_samples(const char *path)
 	return n;
 }
 
-/* Flushes commit every event, yet a chunk keeps growing in its row until it
- * holds the chunk size: 10, flush, 10 more, flush gives one row of 20 with
- * the same id; reaching the size of 25 closes that chunk and the rest opens a
- * new one. A failed replacement keeps both the old row and the buffer. */
+/* Flushes commit every event, yet a chunk keeps growing in its row: with a
+ * chunk size of 40, 4 events, flush, 4 more, flush give one row of 8 with
+ * the same id. A failed replacement keeps both the old row and the buffer.
+ * A flush that finds a quarter of the chunk size (10) closes the chunk, so
+ * the events after it open a new row; an append that reaches the chunk size
+ * closes that one. */
 static void open_chunk_grows(const char *path)
 {
 	char rows[64];
@@ -248,33 +250,41 @@ static void open_chunk_grows(const char *path)
 	remove_trace(path);
 	struct mt_writer *w = mt_writer_new();
 	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
-	mt_writer_set_chunk_events(w, 25);
-	append_samples(w, 0, 10);
+	mt_writer_set_chunk_events(w, 40);
+	append_samples(w, 0, 4);
 	CHECK(mt_writer_flush(w) == 0);
 	chunk_rows(path, rows, sizeof(rows), &id_before);
-	CHECK(strcmp(rows, "10") == 0 && read_samples(path) == 10);
-	append_samples(w, 10, 20);
+	CHECK(strcmp(rows, "4") == 0 && read_samples(path) == 4);
+	append_samples(w, 4, 8);
 	CHECK(mt_writer_flush(w) == 0);
 	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "20") == 0 && id == id_before && read_samples(path) == 20);
+	CHECK(strcmp(rows, "8") == 0 && id == id_before && read_samples(path) == 8);
 	CHECK(mt_writer_flush(w) == 0); /* nothing new: no change */
 	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "20") == 0);
-	append_samples(w, 20, 22);
+	CHECK(strcmp(rows, "8") == 0);
+	append_samples(w, 8, 9);
 	sql(path, "CREATE TRIGGER refuse BEFORE UPDATE ON chunks BEGIN"
 	          " SELECT RAISE(ABORT, 'disk full'); END");
 	CHECK(mt_writer_flush(w) < 0);
 	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "20") == 0 && read_samples(path) == 20);
-	CHECK(mt_writer_events_written(w) == 20);
+	CHECK(strcmp(rows, "8") == 0 && read_samples(path) == 8);
+	CHECK(mt_writer_events_written(w) == 8);
 	sql(path, "DROP TRIGGER refuse");
-	append_samples(w, 22, 30);
-	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "25") == 0 && id == id_before);
+	append_samples(w, 9, 12);
 	CHECK(mt_writer_flush(w) == 0);
 	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "25,5") == 0 && read_samples(path) == 30);
-	CHECK(mt_writer_events_written(w) == 30);
+	CHECK(strcmp(rows, "12") == 0 && id == id_before && read_samples(path) == 12);
+	append_samples(w, 12, 15);
+	CHECK(mt_writer_flush(w) == 0); /* the closed chunk stays; a new row */
+	chunk_rows(path, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "12,3") == 0 && read_samples(path) == 15);
+	append_samples(w, 15, 60);
+	chunk_rows(path, rows, sizeof(rows), &id); /* 40 since the close: full */
+	CHECK(strcmp(rows, "12,40") == 0);
+	CHECK(mt_writer_flush(w) == 0);
+	chunk_rows(path, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "12,40,8") == 0 && read_samples(path) == 60);
+	CHECK(mt_writer_events_written(w) == 60);
 	mt_writer_free(w);
 	remove_trace(path);
 }
