@@ -5,8 +5,10 @@ under `memtrace record --no-kernels`: the recorder is attached with its
 kernel, memcpy and memset records off, and this script switches them on and
 off through CUPTI itself (the same libcupti the recorder loaded) between
 blocks of work, the states interleaved block by block. The work:
-  --op add     1000 launches of torch.add into an existing tensor (a PyTorch
-               elementwise kernel); figures in us per launch
+  --op add     1000 launches of torch.add into an existing tensor of
+               --elements floats (a PyTorch elementwise kernel; 256 elements
+               are one thread block, so the launch dominates; 16M elements
+               are thousands of blocks, so the GPU does); us per launch
   --op mm      1000 64x64 bf16 matrix products (cuBLAS kernels, launched as
                cuBLAS launches); us per launch
   --script S   --steps-per-block steps of a sample in samples/torch (its
@@ -30,12 +32,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLES = os.path.join(HERE, "..", "..", "samples", "torch")
 LAUNCHES = 1000
 # CUpti_ActivityKind values (cupti_activity.h)
-CONCURRENT_KERNEL, MEMCPY, MEMSET = 10, 1, 2
+MEMCPY, MEMSET, KERNEL, CONCURRENT_KERNEL = 1, 2, 3, 10
+KINDS = (CONCURRENT_KERNEL, KERNEL, MEMCPY, MEMSET)
 STATES = [
     ("none", []),
     ("kernel", [CONCURRENT_KERNEL]),
     ("memcpy+memset", [MEMCPY, MEMSET]),
     ("all three", [CONCURRENT_KERNEL, MEMCPY, MEMSET]),
+    # CUPTI's serialized kernel records: kernels on different streams no
+    # longer overlap, and timing no longer instruments the kernel's code
+    ("kernel, serial", [KERNEL]),
 ]
 
 
@@ -49,12 +55,12 @@ def loaded_cupti():
     return None
 
 
-def launches(op):
+def launches(op, elements):
     """A block of --op work and its unit: (callable, count per block, unit)."""
     import torch
 
     if op == "add":
-        x = torch.ones(256, device="cuda")
+        x = torch.ones(elements, device="cuda")
     else:
         x = torch.ones(64, 64, device="cuda", dtype=torch.bfloat16)
     out = torch.empty_like(x)
@@ -98,6 +104,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--blocks", type=int, default=60, help="blocks per state (default 60)")
     p.add_argument("--op", choices=("add", "mm"), default="add")
+    p.add_argument("--elements", type=int, default=256, help="--op add: tensor size")
     p.add_argument("--script", help="a sample in samples/torch, e.g. bert_train.py")
     p.add_argument("--steps-per-block", type=int, default=4)
     p.add_argument("--json", metavar="PATH")
@@ -112,11 +119,11 @@ def main():
     if a.script:
         block, count, scale, unit = script_steps(a.script, rest, a.steps_per_block)
     else:
-        block, count, scale, unit = launches(a.op)
+        block, count, scale, unit = launches(a.op, a.elements)
     per = {name: [] for name, _ in STATES}
     for b in range(a.blocks * len(STATES) + len(STATES)):
         name, kinds = STATES[b % len(STATES)]
-        for k in (CONCURRENT_KERNEL, MEMCPY, MEMSET):
+        for k in sorted(KINDS, key=lambda k: k in kinds):  # disable before enable
             rc = (cupti.cuptiActivityEnable if k in kinds else cupti.cuptiActivityDisable)(k)
             if rc:
                 sys.exit("cupti_kinds: CUPTI refused kind %d: error %d" % (k, rc))
@@ -127,7 +134,8 @@ def main():
         if b >= len(STATES):  # the first round warms up
             per[name].append((time.perf_counter() - t0) * scale / count)
     base = statistics.median(per["none"])
-    figures = {"work": a.script or a.op, "unit": unit, "gpu": torch.cuda.get_device_name(),
+    work = a.script or (a.op if a.op == "mm" else "add of %d" % a.elements)
+    figures = {"work": work, "unit": unit, "gpu": torch.cuda.get_device_name(),
                "torch_version": torch.__version__, "blocks": a.blocks, "per_block": count,
                "states": {}}
     for name, _ in STATES:

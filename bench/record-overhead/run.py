@@ -18,7 +18,9 @@ Where the cost goes:
 - --variant adds recorded configurations: 'NAME=OPTIONS' with `memtrace
   record` options ('as-is=--capture as-is', 'stacks-none=--stacks none'); a
   word VAR=VALUE among them sets the environment instead
-  ('old=MEMTRACE_INJECT_PATH=/path/libmemtrace-inject.so').
+  ('old=MEMTRACE_INJECT_PATH=/path/libmemtrace-inject.so'); 'NAME=plain'
+  adds a second plain run, whose ratio shows what the lockstep itself reads
+  where nothing differs.
 - --hook-floor LIB --recorder DIR adds 'hook' and 'hook+frames': the script
   run with the PyTorch bridge attached and nothing behind it
   (hook_floor.py), the least request capture can cost.
@@ -26,7 +28,10 @@ Where the cost goes:
   allocations, or 1000 kernel launches, a step: ms per step is us per
   operation; the difference to plain is what recording adds to each).
 
-Usage: run.py MEMTRACE [--cycles N] [--variant NAME[=OPTIONS]]... [--cpus LIST]
+Each process also reports its CPU time (all threads) per step, and the
+ratio of those means is printed beside the wall-time ratio.
+
+Usage: run.py MEMTRACE [--cycles N] [--block N] [--variant NAME[=OPTIONS]]... [--cpus LIST]
               [--hook-floor LIB --recorder DIR] [--only SCRIPTS] [--json PATH]
 """
 import argparse
@@ -135,8 +140,9 @@ class Runner:
 
 
 def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus):
-    """Runs plain and each configuration in lockstep; returns each one's ms
-    per step of every block, in the order of runs."""
+    """Runs plain and each configuration in lockstep; returns each one's
+    sidecar (block_ms, block_cpu_ms: per step of every block), in the order
+    of runs."""
     args = args + ["--steps", str(block * cycles), "--block", str(block)]
     procs = []
     try:
@@ -150,7 +156,7 @@ def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus):
         for c in range(cycles):
             for p in procs if c % 2 == 0 else procs[::-1]:
                 p.turn()
-        return [p.finish()["block_ms"] for p in procs]
+        return [p.finish() for p in procs]
     finally:
         for p in procs:
             if p.proc.poll() is None:
@@ -162,29 +168,36 @@ def variant(text):
     """NAME or NAME=WORDS: memtrace record options, and VAR=VALUE words for the
     environment."""
     name, _, words = text.partition("=")
+    if words == "plain":
+        return name, None
     opts = [w for w in words.split() if not (w[:1].isupper() and "=" in w)]
     env = dict(w.split("=", 1) for w in words.split() if w[:1].isupper() and "=" in w)
     return name, ("record", opts, env)
 
 
-def report(name, target, blocks, names):
+def report(name, target, sides, names):
     """Prints a workload's line (per configuration: mean ms per step, the
     ratio of the means to plain, the median and range of the ratios within a
-    cycle) and returns its row for --json."""
-    plain = blocks[0]
-    base = statistics.mean(plain)
-    row = dict(workload=name, plain_ms=plain, target=target, variants={})
+    cycle, the ratio of the mean CPU times) and returns its row for --json."""
+    plain, plain_cpu = sides[0]["block_ms"], sides[0]["block_cpu_ms"]
+    base, base_cpu = statistics.mean(plain), statistics.mean(plain_cpu)
+    row = dict(workload=name, plain_ms=plain, plain_cpu_ms=plain_cpu, target=target,
+               variants={})
     line = "%-26s plain %8.3f ms" % (name, base)
-    for v, runs in zip(names[1:], blocks[1:]):
+    for v, side in zip(names[1:], sides[1:]):
+        runs, cpu = side["block_ms"], side["block_cpu_ms"]
         mean = statistics.mean(runs)
         paired = sorted(r / p for r, p in zip(runs, plain))
-        row["variants"][v] = dict(recorded_ms=runs, ratio=round(mean / base, 4),
+        row["variants"][v] = dict(recorded_ms=runs, recorded_cpu_ms=cpu,
+                                  cpu_ratio=round(statistics.mean(cpu) / base_cpu, 4),
+                                  ratio=round(mean / base, 4),
                                   paired_ratio=round(statistics.median(paired), 4),
                                   paired_min=round(paired[0], 4),
                                   paired_max=round(paired[-1], 4),
                                   added_ms=round(mean - base, 4))
-        line += "  %s %8.3f ms ratio %.3f (cycles %.3f, %.3f-%.3f)" % (
-            v, mean, mean / base, statistics.median(paired), paired[0], paired[-1])
+        line += "  %s %8.3f ms ratio %.3f (cycles %.3f, %.3f-%.3f; cpu %.3f)" % (
+            v, mean, mean / base, statistics.median(paired), paired[0], paired[-1],
+            statistics.mean(cpu) / base_cpu)
     print(line + ("  (target %.2f)" % target if target else ""), flush=True)
     return row
 
@@ -193,6 +206,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("memtrace")
     p.add_argument("--cycles", type=int, default=10, help="turns each run takes (default 10)")
+    p.add_argument("--block", type=int, metavar="N",
+                   help="steps a turn (default: the workload's own, 1-12)")
     p.add_argument("--json")
     p.add_argument("--only", help="comma-separated workload scripts to run")
     p.add_argument("--variant", action="append", type=variant, metavar="NAME[=OPTIONS]",
@@ -222,9 +237,9 @@ def main():
                            ("record", [], {}), None)
         subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
         for n, (name, script, args, block, target) in enumerate(chosen):
-            blocks = lockstep(a.memtrace, script, args, block, a.cycles, runs,
-                              os.path.join(tmp, "w%d" % n), a.cpus)
-            rows.append(report(name, target, blocks, [r for r, _ in runs]))
+            sides = lockstep(a.memtrace, script, args, a.block or block, a.cycles, runs,
+                             os.path.join(tmp, "w%d" % n), a.cpus)
+            rows.append(report(name, target, sides, [r for r, _ in runs]))
             if a.json:  # after each workload: a run cut short keeps what it measured
                 with open(a.json, "w") as f:
                     json.dump(rows, f, indent=1)

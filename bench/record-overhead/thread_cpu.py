@@ -7,7 +7,8 @@ recorder's (named 'memtrace'). A recorder thread that keeps a core busy can
 slow the program's threads on a host whose cores share their execution units
 (hyperthreads). Asserts nothing.
 
-Usage: thread_cpu.py MEMTRACE [--after S] [--window S] [--json PATH] -- PROG [ARGS]
+Usage: thread_cpu.py MEMTRACE [--after S] [--window S] [--record OPTIONS] [--json PATH]
+                      -- PROG [ARGS]
 """
 import argparse
 import collections
@@ -53,6 +54,8 @@ def main():
     p.add_argument("memtrace")
     p.add_argument("--after", type=float, default=20.0, help="seconds before the window")
     p.add_argument("--window", type=float, default=10.0, help="seconds measured")
+    p.add_argument("--record", default="", metavar="OPTIONS",
+                   help="memtrace record options, one string ('--no-kernels')")
     p.add_argument("--json", metavar="PATH")
     argv = sys.argv[1:]
     if "--" not in argv or argv.index("--") == len(argv) - 1:
@@ -60,7 +63,8 @@ def main():
     a = p.parse_args(argv[:argv.index("--")])
     prog = argv[argv.index("--") + 1:]
     with tempfile.TemporaryDirectory() as tmp:
-        rec = subprocess.Popen([a.memtrace, "record", "-o", os.path.join(tmp, "t.db"), "--"]
+        rec = subprocess.Popen([a.memtrace, "record", "-o", os.path.join(tmp, "t.db")]
+                               + a.record.split() + ["--"]
                                + prog, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(a.after)
         kids = children(rec.pid)

@@ -11,6 +11,8 @@ does warm-up steps, times the rest, and writes (with --json PATH):
                                         PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
   ms_per_step, gpu, torch_version, steps, batch, script
   block_ms                              ms per step of each timed block (--block)
+  block_cpu_ms                          CPU time of the whole process (all its threads)
+                                        per step of each timed block
 
 bench/record-overhead/run.py runs several copies of a script at once in
 lockstep (--turns): each waits for its turn before every block of steps, so
@@ -102,7 +104,8 @@ class _Turns:
 
 def _timed_blocks(args, step):
     """Warm-up, then the timed steps in blocks of --block, each synchronized
-    and taken as a turn; returns ms per step of each block, and of them all."""
+    and taken as a turn; returns ms per step of each block, the process's CPU
+    ms per step of each block, and ms per step of them all."""
     import torch
 
     turns = _Turns(args.turns)
@@ -111,20 +114,21 @@ def _timed_blocks(args, step):
         step()
     torch.cuda.synchronize()
     turns.give()
-    blocks, left, total = [], args.steps, 0.0
+    blocks, cpu, left, total = [], [], args.steps, 0.0
     while left > 0:
         n = min(args.block or left, left)
         turns.take()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(n):
             step()
         torch.cuda.synchronize()
         ms = (time.perf_counter() - t0) * 1000.0
+        cpu.append((time.process_time() - c0) * 1000.0 / n)
         turns.give()
         blocks.append(ms / n)
         total += ms
         left -= n
-    return blocks, total / max(args.steps, 1)
+    return blocks, cpu, total / max(args.steps, 1)
 
 
 def run(args, setup):
@@ -136,7 +140,7 @@ def run(args, setup):
     step = setup(args)
     ops = torch.autograd.profiler.emit_nvtx() if args.emit_nvtx else contextlib.nullcontext()
     with ops:
-        blocks, ms = _timed_blocks(args, step)
+        blocks, cpu, ms = _timed_blocks(args, step)
     stats = torch.cuda.memory_stats()
     figures = {
         "torch_max_memory_allocated": torch.cuda.max_memory_allocated(),
@@ -155,6 +159,7 @@ def run(args, setup):
     figures.update({
         "ms_per_step": round(ms, 3),
         "block_ms": [round(b, 4) for b in blocks],
+        "block_cpu_ms": [round(c, 4) for c in cpu],
         "steps": args.warmup + args.steps,
         "batch": args.batch,
         "script": os.path.basename(sys.argv[0]),
