@@ -523,16 +523,18 @@ int mt_writer_append(struct mt_writer *w, const struct mt_event *ev)
 }
 
 /* A flush closes an open chunk once it holds a quarter of the chunk size.
- * Replacing it at every flush until it is full re-encodes its events again
- * and again: a program that fills a chunk in ten flushes would have each
- * event encoded about five times by the recording thread. Closed at a
- * quarter, each is encoded about twice at most; chunks of 16 384 alloc and
- * free events take 4-6 % more bytes than full ones on the sample traces. */
+ * Every flush re-encodes the open chunk whole: a program that fills a full
+ * chunk in ten flushes had each event encoded about five times by the
+ * recording thread. At that rate a quarter fills in two or three flushes,
+ * so each event is encoded about twice; at lower rates an event is encoded
+ * more often, but the chunk re-encoded at each flush is never more than a
+ * quarter of its old size. Chunks of 16 384 alloc and free events take 4-6 %
+ * more bytes than full ones on the sample traces. */
 int mt_writer_flush(struct mt_writer *w)
 {
 	int err = check_open(w);
-	size_t close_at = w ? (w->chunk_events + 3) / 4 : 0;
 	for (size_t i = 0; err == 0 && i < w->n_buffers; i++) {
+		size_t close_at = (w->chunk_events + 3) / 4;
 		struct buffer *b = &w->buffers[i];
 		while (err == 0 && b->n > b->stored) {
 			size_t count = b->n < w->chunk_events ? b->n : w->chunk_events;

@@ -397,9 +397,9 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--default-malloc")) {
 			default_malloc = true;
-		} else if (!strcmp(argv[i], "--flush-every") && i + 1 < argc) {
-			if (mt_size_parse(argv[++i], &flush_every) < 0)
-				flush_every = 0;
+		} else if (!strcmp(argv[i], "--flush-every") && i + 1 < argc &&
+		           mt_size_parse(argv[i + 1], &flush_every) == 0) {
+			i++;
 		} else if (mt_size_parse(argv[i], &events) < 0) {
 			fprintf(stderr, "usage: bench-format [--default-malloc] [--flush-every N] "
 			                "[EVENTS]  (default 10M, e.g. 1e6)\n");
