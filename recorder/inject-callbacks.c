@@ -10,9 +10,11 @@
  * (cuMemMap/cuMemUnmap) become alloc/free events, since CUPTI's memory
  * records see only the physical handle; (4) with --stacks, the call site of
  * each allocation call is taken at its entry and kept by correlation id for
- * the MEMORY2 record that arrives later. A driver call made inside a runtime
- * call is attributed to the runtime call (API and site) and its failure
- * recorded once.
+ * the MEMORY2 record that arrives later; (5) any allocation or free call
+ * notes that memory changed hands, which makes the next periodic flush a
+ * forced one (mt_callbacks_memory_changed). A driver call made inside a
+ * runtime call is attributed to the runtime call (API and site) and its
+ * failure recorded once.
  */
 #include "config.h"
 
@@ -33,6 +35,30 @@ static _Atomic uint64_t correlation_site[CORRELATION_SLOTS];
 static __thread unsigned runtime_api;  /* API of the runtime call in progress, 0 = none */
 static __thread uint32_t runtime_site; /* its call site */
 static __thread int querying;          /* inside our own cuMemGetInfo */
+
+/* The frees whose memory CUPTI's MEMORY2 records report. Subscribed only
+ * for job (5); the allocation calls are in apis[]. */
+static const struct {
+	CUpti_CallbackDomain domain;
+	CUpti_CallbackId cbid;
+} frees[] = {
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemRelease },
+};
+
+static atomic_bool memory_changed;
+
+bool mt_callbacks_memory_changed(void)
+{
+	return atomic_exchange_explicit(&memory_changed, false, memory_order_relaxed);
+}
 
 static CUpti_SubscriberHandle subscriber;
 
@@ -251,6 +277,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	(void)userdata;
 	if (querying || !atomic_load_explicit(&mt_inject_state.enabled, memory_order_relaxed))
 		return;
+	if (cb->callbackSite == CUPTI_API_EXIT)
+		atomic_store_explicit(&memory_changed, true, memory_order_relaxed);
 	api = api_of(domain, cbid);
 	if (!api)
 		return;
@@ -296,5 +324,7 @@ int mt_callbacks_start(void)
 
 	for (size_t i = 0; rc == CUPTI_SUCCESS && i < sizeof(apis) / sizeof(apis[0]); i++)
 		rc = cuptiEnableCallback(1, subscriber, apis[i].domain, apis[i].cbid);
+	for (size_t i = 0; rc == CUPTI_SUCCESS && i < sizeof(frees) / sizeof(frees[0]); i++)
+		rc = cuptiEnableCallback(1, subscriber, frees[i].domain, frees[i].cbid);
 	return (int)rc;
 }

@@ -78,12 +78,11 @@ void mt_sink_append_locked(struct mt_event *ev);
 void mt_sink_push(const struct mt_event *ev);
 /* Interns a string; writer_lock held. 0 on failure. */
 uint32_t mt_sink_intern_locked(const char *s);
-/* Forces CUPTI's buffers out, drains them and the queue and commits
- * chunks. Forced, because a buffer holding a record of work still running
- * is not handed back otherwise, and a thread that keeps the GPU busy always
- * has one: its allocations would wait until the buffer fills. The records of
- * work still running come back without times (meta untimed_records). */
-void mt_sink_flush(void);
+/* Takes CUPTI's buffers, drains them and the queue and commits chunks.
+ * `forced` takes every buffer, also those holding records of work still
+ * running (which come back without times, meta untimed_records); otherwise
+ * only buffers whose records are complete. */
+void mt_sink_flush(bool forced);
 /* Final flush at exit: closes open ranges, writes meta (dropped records). */
 void mt_sink_close(void);
 /* Starts the sampling/flushing thread and the exit, signal and fork hooks. */
@@ -110,6 +109,10 @@ int mt_callbacks_start(void);
 unsigned mt_callbacks_api_for(uint32_t correlation);
 /* The call site taken when that call started (--stacks), or 0. */
 uint32_t mt_callbacks_site_for(uint32_t correlation);
+
+/* Whether an allocation or free call returned since the last call of this
+ * function (which clears it). */
+bool mt_callbacks_memory_changed(void);
 
 /* ---- libcuda and NVML, loaded with dlopen (inject-device.c) ---- */
 

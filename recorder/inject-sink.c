@@ -277,11 +277,20 @@ static void commit_locked(void)
 		mt_inject_warn("cannot write the trace: %s", mt_writer_message(in->writer));
 }
 
-void mt_sink_flush(void)
+/* A forced CUPTI flush hands over every buffer, with the records of kernels
+ * and copies still running: those come back without times and are lost
+ * (meta untimed_records; on a GPU-bound run, most of the launches queued at
+ * each flush). An unforced one hands over only buffers whose records are
+ * all complete, so a thread that always has work running keeps its buffer
+ * until the buffer fills. The periodic flush is therefore forced only when
+ * memory changed hands since the last one: allocation records then reach
+ * the trace within the flush period, and kernels keep their times
+ * otherwise. */
+void mt_sink_flush(bool forced)
 {
 	if (!mine())
 		return;
-	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 	pthread_mutex_lock(&mt_inject_state.writer_lock);
 	commit_locked();
 	pthread_mutex_unlock(&mt_inject_state.writer_lock);
@@ -349,7 +358,7 @@ static void *sink_thread(void *arg)
 		}
 		if (atomic_load(&flush_request) == 1 || now - last_flush >= FLUSH_NS) {
 			int asked = atomic_load(&flush_request) == 1;
-			mt_sink_flush();
+			mt_sink_flush(asked || mt_callbacks_memory_changed());
 			last_flush = now;
 			if (asked)
 				atomic_store(&flush_request, 2);
