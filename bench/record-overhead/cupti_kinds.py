@@ -16,7 +16,13 @@ blocks of work, the states interleaved block by block. The work:
 Prints, per state, the median and mean of the blocks and the difference to
 the state with none of the records; asserts nothing.
 
-Usage: memtrace record --no-kernels -- python3 cupti_kinds.py [--blocks N] [--json PATH]
+--never N first runs N blocks before any kind was ever switched on (the
+state 'never'), to show whether switching a kind on leaves a cost behind
+once it is off again: 'never' against 'none'. Those blocks come first, not
+interleaved, so the host's drift between them and the rest is in the
+difference too.
+
+Usage: memtrace record --no-kernels -- python3 cupti_kinds.py [--blocks N] [--never N] [--json PATH]
            (--op add|mm | --script SCRIPT [--steps-per-block N] [-- ARGS])
 """
 import argparse
@@ -107,6 +113,8 @@ def main():
     p.add_argument("--elements", type=int, default=256, help="--op add: tensor size")
     p.add_argument("--script", help="a sample in samples/torch, e.g. bert_train.py")
     p.add_argument("--steps-per-block", type=int, default=4)
+    p.add_argument("--never", type=int, default=0, metavar="N",
+                   help="blocks before any kind is switched on (default 0)")
     p.add_argument("--json", metavar="PATH")
     a = p.parse_args(argv)
 
@@ -121,24 +129,32 @@ def main():
     else:
         block, count, scale, unit = launches(a.op, a.elements)
     per = {name: [] for name, _ in STATES}
+
+    def timed(work):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        work()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) * scale / count
+
+    if a.never:
+        block()  # warm-up
+        per["never"] = [timed(block) for _ in range(a.never)]
     for b in range(a.blocks * len(STATES) + len(STATES)):
         name, kinds = STATES[b % len(STATES)]
         for k in sorted(KINDS, key=lambda k: k in kinds):  # disable before enable
             rc = (cupti.cuptiActivityEnable if k in kinds else cupti.cuptiActivityDisable)(k)
             if rc:
                 sys.exit("cupti_kinds: CUPTI refused kind %d: error %d" % (k, rc))
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        block()
-        torch.cuda.synchronize()
+        took = timed(block)
         if b >= len(STATES):  # the first round warms up
-            per[name].append((time.perf_counter() - t0) * scale / count)
+            per[name].append(took)
     base = statistics.median(per["none"])
     work = a.script or (a.op if a.op == "mm" else "add of %d" % a.elements)
     figures = {"work": work, "unit": unit, "gpu": torch.cuda.get_device_name(),
                "torch_version": torch.__version__, "blocks": a.blocks, "per_block": count,
                "states": {}}
-    for name, _ in STATES:
+    for name in per:
         med, mean = statistics.median(per[name]), statistics.mean(per[name])
         figures["states"][name] = dict(median=round(med, 4), mean=round(mean, 4),
                                        added=round(med - base, 4), blocks=per[name])

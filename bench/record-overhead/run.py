@@ -11,8 +11,11 @@ run and each recorded configuration run at the same time, each in its own
 process with its model loaded, and take turns (samples/torch/common.py
 --turns): one block of steps each, a fraction of a second, one process at a
 time on the GPU, --cycles times (the order reversed every other cycle).
-Each line gives per configuration the mean ms per step, the ratio of the
-means to plain, and the median and range of the ratios within a cycle.
+No process ends before every block is timed: a process's teardown (CUDA
+context, the recorder's last flush) slowed the blocks of the others in the
+last cycle by up to 8x. Each line gives per configuration the mean ms per
+step, the ratio of the means to plain, and the median and range of the
+ratios within a cycle.
 
 Where the cost goes:
 - --variant adds recorded configurations: 'NAME=OPTIONS' with `memtrace
@@ -20,7 +23,9 @@ Where the cost goes:
   word VAR=VALUE among them sets the environment instead
   ('old=MEMTRACE_INJECT_PATH=/path/libmemtrace-inject.so'); 'NAME=plain'
   adds a second plain run, whose ratio shows what the lockstep itself reads
-  where nothing differs.
+  where nothing differs, and 'NAME=plain VAR=VALUE' a plain run with that
+  environment ('cupti=plain CUDA_INJECTION64_PATH=.../libcupti-kernels.so':
+  CUPTI's kernel records alone, cupti-kernels.c).
 - --hook-floor LIB --recorder DIR adds 'hook' and 'hook+frames': the script
   run with the PyTorch bridge attached and nothing behind it
   (hook_floor.py), the least request capture can cost.
@@ -31,8 +36,24 @@ Where the cost goes:
 Each process also reports its CPU time (all threads) per step, and the
 ratio of those means is printed beside the wall-time ratio.
 
+The ratio of the lower quartiles (q25) is printed too. On a shared host a
+CPU-bound block runs now at full speed, now at up to half of it, at random;
+a few slow blocks move a mean by 10 %, but the quartile of the fast blocks
+holds still, and recording's cost scales with the speed like the work's.
+The A/A row (a second plain run) says how far each estimate can be trusted.
+
+--pin CPU. A process tends to stay on the vCPU it started on, and the vCPUs
+of a shared host may run at different speeds (a neighbour's work on the
+same physical core): two plain processes once differed by 18 % over a whole
+run. With --pin, after the warm-up turn, the threads that run the steps in every
+process (its main thread and PyTorch's autograd threads) are bound to CPU,
+and every other thread (the recorder's, CUPTI's, CUDA's, the launcher) to
+all the other CPUs: each configuration's steps then run on the same vCPU,
+and what recording runs beside them runs elsewhere, as on an idle core of a
+user's machine.
+
 Usage: run.py MEMTRACE [--cycles N] [--block N] [--variant NAME[=OPTIONS]]... [--cpus LIST]
-              [--hook-floor LIB --recorder DIR] [--only SCRIPTS] [--json PATH]
+              [--pin CPU] [--hook-floor LIB --recorder DIR] [--only SCRIPTS] [--json PATH]
 """
 import argparse
 import json
@@ -62,13 +83,15 @@ OPS = [
 
 
 def command(memtrace, script, args, tmp, how, cpus):
-    """The command line and environment of one run: plain (how None),
-    recorded (("record", OPTS, ENV)) or with the hook and nothing behind it
-    (("floor", ARGS))."""
+    """The command line and environment of one run: plain (how None, or
+    ("plain", ENV)), recorded (("record", OPTS, ENV)) or with the hook and
+    nothing behind it (("floor", ARGS))."""
     path = os.path.join(TORCH if script != "torch_ops.py" else HERE, script)
     cmd = [sys.executable, path, "--no-expandable"] + args
     env = dict(os.environ)
-    if how and how[0] == "record":
+    if how and how[0] == "plain":
+        env.update(how[1])
+    elif how and how[0] == "record":
         cmd = [memtrace, "record", "-o", os.path.join(tmp, "bench.db")] + how[1] + ["--"] + cmd
         env.update(how[2])
     elif how:
@@ -76,6 +99,20 @@ def command(memtrace, script, args, tmp, how, cpus):
     if cpus:
         cmd = ["taskset", "-c", cpus] + cmd
     return cmd, env
+
+
+def descendants(pid):
+    """Process ids below pid, children first."""
+    out = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                kids = [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+        for k in kids:
+            out += [k] + descendants(k)
+    return out
 
 
 class Runner:
@@ -128,8 +165,42 @@ class Runner:
             if ready:  # end of file: the process has not opened DONE yet
                 select.select([], [], [], 0.01)
 
+    def pin(self, cpu):
+        """Binds the threads that run the steps (the Python process's main
+        thread, PyTorch's autograd threads) to cpu and every other thread of
+        the process tree to the other CPUs."""
+        others = set(os.sched_getaffinity(0)) - {cpu}
+        steps = 0
+        for pid in [self.proc.pid] + descendants(self.proc.pid):
+            try:
+                with open("/proc/%d/comm" % pid) as f:
+                    python = f.read().startswith("python")
+                tids = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    with open("/proc/%d/task/%d/comm" % (pid, tid)) as f:
+                        name = f.read().strip()
+                    runs_steps = python and (tid == pid or name.startswith("pt_autograd"))
+                    os.sched_setaffinity(tid, {cpu} if runs_steps else others)
+                    steps += runs_steps
+                except OSError:  # the thread has ended
+                    pass
+        if not steps:
+            raise RuntimeError("%s: --pin found no Python thread to bind" % self.name)
+
+    def release(self):
+        """Gives the process its last turn, in which it ends: given to every
+        process once all blocks are timed, so that no process's teardown
+        overlaps another's timed block."""
+        try:
+            os.write(self.go_fd, b"g")
+        except BrokenPipeError:
+            self.died()
+
     def finish(self):
-        """Waits for the process and returns its sidecar."""
+        """Waits for the released process and returns its sidecar."""
         os.close(self.go_fd)
         if self.proc.wait() != 0:
             self.died()
@@ -139,10 +210,10 @@ class Runner:
             return json.load(f)
 
 
-def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus):
-    """Runs plain and each configuration in lockstep; returns each one's
-    sidecar (block_ms, block_cpu_ms: per step of every block), in the order
-    of runs."""
+def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus, pin):
+    """Runs plain and each configuration in lockstep (with pin not None, its
+    steps on that CPU); returns each one's sidecar (block_ms, block_cpu_ms:
+    per step of every block), in the order of runs."""
     args = args + ["--steps", str(block * cycles), "--block", str(block)]
     procs = []
     try:
@@ -153,9 +224,14 @@ def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus):
             p.open()
         for p in procs:  # warm-up, one at a time
             p.turn()
+        if pin is not None:  # autograd's threads exist after a step
+            for p in procs:
+                p.pin(pin)
         for c in range(cycles):
             for p in procs if c % 2 == 0 else procs[::-1]:
                 p.turn()
+        for p in procs:
+            p.release()
         return [p.finish() for p in procs]
     finally:
         for p in procs:
@@ -165,20 +241,29 @@ def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus):
 
 
 def variant(text):
-    """NAME or NAME=WORDS: memtrace record options, and VAR=VALUE words for the
-    environment."""
+    """NAME or NAME=WORDS: memtrace record options, or the word plain (run
+    without memtrace), and VAR=VALUE words for the environment."""
     name, _, words = text.partition("=")
-    if words == "plain":
-        return name, None
     opts = [w for w in words.split() if not (w[:1].isupper() and "=" in w)]
     env = dict(w.split("=", 1) for w in words.split() if w[:1].isupper() and "=" in w)
+    if opts == ["plain"]:
+        return name, ("plain", env) if env else None
     return name, ("record", opts, env)
+
+
+def quartile(values):
+    """The lower quartile of values (linear between the two nearest)."""
+    v = sorted(values)
+    k = (len(v) - 1) / 4
+    i = int(k)
+    return v[i] + (v[min(i + 1, len(v) - 1)] - v[i]) * (k - i)
 
 
 def report(name, target, sides, names):
     """Prints a workload's line (per configuration: mean ms per step, the
     ratio of the means to plain, the median and range of the ratios within a
-    cycle, the ratio of the mean CPU times) and returns its row for --json."""
+    cycle, the ratio of the lower quartiles, the ratio of the mean CPU times)
+    and returns its row for --json."""
     plain, plain_cpu = sides[0]["block_ms"], sides[0]["block_cpu_ms"]
     base, base_cpu = statistics.mean(plain), statistics.mean(plain_cpu)
     row = dict(workload=name, plain_ms=plain, plain_cpu_ms=plain_cpu, target=target,
@@ -188,15 +273,16 @@ def report(name, target, sides, names):
         runs, cpu = side["block_ms"], side["block_cpu_ms"]
         mean = statistics.mean(runs)
         paired = sorted(r / p for r, p in zip(runs, plain))
+        q25 = quartile(runs) / quartile(plain)
         row["variants"][v] = dict(recorded_ms=runs, recorded_cpu_ms=cpu,
                                   cpu_ratio=round(statistics.mean(cpu) / base_cpu, 4),
-                                  ratio=round(mean / base, 4),
+                                  ratio=round(mean / base, 4), q25_ratio=round(q25, 4),
                                   paired_ratio=round(statistics.median(paired), 4),
                                   paired_min=round(paired[0], 4),
                                   paired_max=round(paired[-1], 4),
                                   added_ms=round(mean - base, 4))
-        line += "  %s %8.3f ms ratio %.3f (cycles %.3f, %.3f-%.3f; cpu %.3f)" % (
-            v, mean, mean / base, statistics.median(paired), paired[0], paired[-1],
+        line += "  %s %8.3f ms ratio %.3f (cycles %.3f, %.3f-%.3f; q25 %.3f; cpu %.3f)" % (
+            v, mean, mean / base, statistics.median(paired), paired[0], paired[-1], q25,
             statistics.mean(cpu) / base_cpu)
     print(line + ("  (target %.2f)" % target if target else ""), flush=True)
     return row
@@ -214,10 +300,15 @@ def main():
                    help="a recorded configuration (memtrace record options); repeatable; "
                         "default: one, 'default', with no options")
     p.add_argument("--cpus", help="run every process under taskset -c CPUS")
+    p.add_argument("--pin", type=int, metavar="CPU",
+                   help="after warm-up, bind every process's step threads to CPU and its other "
+                        "threads to the other CPUs")
     p.add_argument("--hook-floor", metavar="LIB", help="libhook-floor.so: add the hook-only rows")
     p.add_argument("--recorder", metavar="DIR",
                    help="with --hook-floor: the folder with torch-bridge.cpp and python/")
     a = p.parse_args()
+    if a.pin is not None and a.pin not in os.sched_getaffinity(0):
+        p.error("--pin %d: not a CPU this process may use" % a.pin)
     variants = a.variant or [("default", ("record", [], {}))]
     if a.hook_floor:
         if not a.recorder:
@@ -238,7 +329,7 @@ def main():
         subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
         for n, (name, script, args, block, target) in enumerate(chosen):
             sides = lockstep(a.memtrace, script, args, a.block or block, a.cycles, runs,
-                             os.path.join(tmp, "w%d" % n), a.cpus)
+                             os.path.join(tmp, "w%d" % n), a.cpus, a.pin)
             rows.append(report(name, target, sides, [r for r, _ in runs]))
             if a.json:  # after each workload: a run cut short keeps what it measured
                 with open(a.json, "w") as f:

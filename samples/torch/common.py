@@ -83,8 +83,9 @@ def train_step(forward, opt):
 
 class _Turns:
     """Lockstep with other runs (--turns GO,DONE): take() blocks until
-    run.py gives this run its turn, give() hands the turn back. Without
-    --turns both do nothing."""
+    run.py gives this run its turn, give() hands the turn back. After its
+    last block a run takes one more turn, which run.py gives every run at
+    once when all blocks are timed. Without --turns both do nothing."""
 
     def __init__(self, spec):
         self.go = self.done = None
@@ -128,6 +129,7 @@ def _timed_blocks(args, step):
         blocks.append(ms / n)
         total += ms
         left -= n
+    turns.take()  # exit only once every run's blocks are timed: a teardown slows a GPU neighbour
     return blocks, cpu, total / max(args.steps, 1)
 
 
