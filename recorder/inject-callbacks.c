@@ -36,23 +36,6 @@ static __thread unsigned runtime_api;  /* API of the runtime call in progress, 0
 static __thread uint32_t runtime_site; /* its call site */
 static __thread int querying;          /* inside our own cuMemGetInfo */
 
-/* The frees whose memory CUPTI's MEMORY2 records report. Subscribed only
- * for job (5); the allocation calls are in apis[]. */
-static const struct {
-	CUpti_CallbackDomain domain;
-	CUpti_CallbackId cbid;
-} frees[] = {
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020 },
-	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020 },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2 },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz },
-	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemRelease },
-};
-
 static atomic_bool memory_changed;
 
 bool mt_callbacks_memory_changed(void)
@@ -105,6 +88,16 @@ static const struct api_entry apis[] = {
 	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, MT_API_CU_MEM_CREATE },
 	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMap, MT_API_CU_MEM_CREATE },
 	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, MT_API_CU_MEM_CREATE },
+	/* frees: api 0, subscribed only for job (5) */
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, 0 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, 0 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, 0 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020, 0 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, 0 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, 0 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, 0 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, 0 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemRelease, 0 },
 };
 
 static unsigned api_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
@@ -324,7 +317,5 @@ int mt_callbacks_start(void)
 
 	for (size_t i = 0; rc == CUPTI_SUCCESS && i < sizeof(apis) / sizeof(apis[0]); i++)
 		rc = cuptiEnableCallback(1, subscriber, apis[i].domain, apis[i].cbid);
-	for (size_t i = 0; rc == CUPTI_SUCCESS && i < sizeof(frees) / sizeof(frees[0]); i++)
-		rc = cuptiEnableCallback(1, subscriber, frees[i].domain, frees[i].cbid);
 	return (int)rc;
 }

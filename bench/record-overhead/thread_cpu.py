@@ -19,19 +19,9 @@ import sys
 import tempfile
 import time
 
+from run import descendants
+
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def children(pid):
-    """Process ids whose parent is pid."""
-    out = []
-    for task in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
-                out += [int(c) for c in f.read().split()]
-        except OSError:
-            pass
-    return out
 
 
 def cpu_by_thread(pid):
@@ -67,7 +57,7 @@ def main():
                                + a.record.split() + ["--"]
                                + prog, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(a.after)
-        kids = children(rec.pid)
+        kids = descendants(rec.pid)
         if not kids:
             raise SystemExit("thread_cpu: the program ended before the window")
         pid = kids[0]
