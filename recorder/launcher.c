@@ -306,18 +306,16 @@ static void dirname_of(const char *path, char *buf, size_t len)
 	buf[n] = 0;
 }
 
-/* MEMTRACE_STACKS for the option: auto is python for a Python program. */
-static const char *stacks_name(unsigned stacks, const char *prog)
+/* MEMTRACE_STACKS for the option. */
+static const char *stacks_name(unsigned stacks)
 {
 	switch (stacks) {
 	case MT_RECORD_STACKS_PYTHON:
 		return "python";
 	case MT_RECORD_STACKS_NATIVE:
 		return "native";
-	case MT_RECORD_STACKS_NONE:
-		return "none";
 	default:
-		return runs_python(prog) ? "python" : "none";
+		return "none";
 	}
 }
 
@@ -375,7 +373,7 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 	if (rc == 0)
 		rc = env_set(run, "MEMTRACE_CAPTURE", capture);
 	if (rc == 0)
-		rc = env_set(run, "MEMTRACE_STACKS", stacks_name(opts->stacks, run->argv[0]));
+		rc = env_set(run, "MEMTRACE_STACKS", stacks_name(opts->stacks));
 	if (rc == 0) {
 		char *note;
 		if (asprintf(&note,

@@ -39,8 +39,7 @@ enum mt_capture {
 };
 
 enum mt_record_stacks {
-	MT_RECORD_STACKS_AUTO = 0, /* python for a Python interpreter, else none */
-	MT_RECORD_STACKS_NONE,
+	MT_RECORD_STACKS_NONE = 0, /* no call sites: the default */
 	MT_RECORD_STACKS_PYTHON,
 	MT_RECORD_STACKS_NATIVE,
 };

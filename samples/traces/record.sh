@@ -4,8 +4,8 @@
 # Each trace comes with the .json sidecar its script wrote from PyTorch's
 # own figures (same run). tests/recorder/check_samples.py compares them.
 # With NAMEs, only those traces are recorded. Python call sites are on
-# (the default for Python programs) and the training scripts push the NVTX
-# phases forward, backward and optimizer.
+# (--stacks python) and the training scripts push the NVTX phases forward,
+# backward and optimizer.
 set -u
 MEMTRACE=${1:?memtrace binary}
 OUT=${2:?output folder}
@@ -17,7 +17,7 @@ rec() { # name capture script args...
 	shift 3
 	case "$NAMES" in "  ") ;; *" $name "*) ;; *) return ;; esac
 	rm -f "$OUT/$name.db" "$OUT/$name.db.old"
-	"$MEMTRACE" record -o "$OUT/$name.db" --capture "$capture" -- \
+	"$MEMTRACE" record -o "$OUT/$name.db" --capture "$capture" --stacks python -- \
 		python3 "$HERE/$script" --json "$OUT/$name.json" "$@"
 	echo "$name: exit $?"
 }

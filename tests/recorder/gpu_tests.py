@@ -243,6 +243,8 @@ def test_torch(tmp):
     req = t.allocs("request")
     check("torch: capture through the allocator hook",
           "hook" in t.meta.get("capture", ""), t.meta.get("capture"))
+    check("torch: no call sites unless asked", t.meta.get("stacks") == "none"
+          and not any(e["site"] for e in req), t.meta.get("stacks"))
     check("torch: every request recorded", len(req) == fig.get("allocs"), (len(req), fig.get("allocs")))
     pr = t.pairing("request")
     # Tensors alive when the figures were taken may be freed at exit.
@@ -299,12 +301,11 @@ def test_stacks_python(tmp):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_sites.py")
     lines = marker_lines(script)
     out = os.path.join(tmp, "sites.db")
-    p = record(out, sys.executable, script, timeout=600)
+    p = record(out, sys.executable, script, opts=["--stacks", "python"], timeout=600)
     check("python stacks: exit status 0", p.returncode == 0, p.stderr[-2000:])
     t = Trace(DUMP, out)
     req = t.allocs("request")
-    check("python stacks: on by default for Python, said in meta",
-          t.meta.get("stacks") == "python", t.meta)
+    check("python stacks: said in meta", t.meta.get("stacks") == "python", t.meta)
 
     def innermost(size):
         return [e["site"][0] if e["site"] else "" for e in req if e["bytes"] == size]

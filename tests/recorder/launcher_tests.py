@@ -63,11 +63,15 @@ def main():
         check("the output path is made absolute", len(lines) == 5 and lines[2] == out, lines)
         check("--no-kernels and --sample-ms reach the program",
               len(lines) == 5 and lines[3] == "0 20", lines)
-        check("no call sites by default for a program that is not Python",
+        check("no call sites by default",
               len(lines) == 5 and lines[4] == "none", lines)
         p = run("-o", "t.db", "--stacks", "native", "--", "/bin/sh", "-c", 'echo "$MEMTRACE_STACKS"',
                 cwd=tmp)
         check("--stacks native reaches the program", p.stdout.strip() == "native", p.stdout)
+        p = run("-o", "t.db", "--", sys.executable, "-c",
+                'import os; print(os.environ["MEMTRACE_STACKS"])', cwd=tmp)
+        check("a Python program records no call sites unless asked",
+              p.stdout.strip().splitlines()[-1:] == ["none"], (p.stdout, p.stderr))
         p = run("--stacks", "perl", "true")
         check("bad --stacks: usage error", one_error_line(p, 2, "--stacks"), p.stderr)
 
