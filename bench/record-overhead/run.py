@@ -19,13 +19,14 @@ ratios within a cycle.
 
 Where the cost goes:
 - --variant adds recorded configurations: 'NAME=OPTIONS' with `memtrace
-  record` options ('as-is=--capture as-is', 'stacks-none=--stacks none'); a
+  record` options ('as-is=--capture as-is', 'sites=--stacks python'); a
   word VAR=VALUE among them sets the environment instead
   ('old=MEMTRACE_INJECT_PATH=/path/libmemtrace-inject.so'); 'NAME=plain'
   adds a second plain run, whose ratio shows what the lockstep itself reads
   where nothing differs, and 'NAME=plain VAR=VALUE' a plain run with that
   environment ('cupti=plain CUDA_INJECTION64_PATH=.../libcupti-kernels.so':
-  CUPTI's kernel records alone, cupti-kernels.c).
+  CUPTI's kernel records alone, cupti-kernels.c; with MT_BENCH_CALL_TIMES=PREFIX
+  it also times the program's CUDA calls, which call_times.py compares).
 - --hook-floor LIB --recorder DIR adds 'hook' and 'hook+frames': the script
   run with the PyTorch bridge attached and nothing behind it
   (hook_floor.py), the least request capture can cost.
@@ -79,6 +80,7 @@ WORKLOADS = [
 OPS = [
     ("alloc+free, 25 frames deep", "torch_ops.py", ["--op", "alloc", "--warmup", "5"], 30, None),
     ("kernel launch", "torch_ops.py", ["--op", "launch", "--warmup", "5"], 30, None),
+    ("cudaGetDevice", "torch_ops.py", ["--op", "device", "--warmup", "5"], 30, None),
 ]
 
 

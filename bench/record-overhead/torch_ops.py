@@ -4,7 +4,9 @@
 operation. `--op alloc`: torch.empty + del, an ALLOC, a FREE_REQUESTED and a
 FREE_COMPLETED through the caching allocator and no kernel, made --depth
 Python frames deep (a model's forward is 20-40 deep). `--op launch`: one
-small kernel (torch.add into an existing tensor), no allocation. Run by
+small kernel (torch.add into an existing tensor), no allocation. `--op
+device`: torch.cuda.current_device(), one cudaGetDevice and nothing else
+(PyTorch makes about 11 000 of those a BERT step). Run by
 run.py (--only torch_ops.py) plain and recorded, like the workloads.
 
 A shared host's speed differs between processes by more than recording
@@ -16,7 +18,7 @@ writes) us_per_op before and after, and their difference: what PyTorch's
 allocator hook and the bridge (with --python-sites, its frame walk too) add
 to each operation.
 
-Usage: torch_ops.py [--op alloc|launch] [--depth N] [--steps N] [--json PATH]
+Usage: torch_ops.py [--op alloc|launch|device] [--depth N] [--steps N] [--json PATH]
        torch_ops.py --hook-floor LIB --recorder DIR [--python-sites] [--blocks N]
                     [--op alloc|launch] [--depth N] [--json PATH]
 """
@@ -34,7 +36,7 @@ OPS = 1000
 
 
 def extra(p):
-    p.add_argument("--op", choices=("alloc", "launch"), default="alloc")
+    p.add_argument("--op", choices=("alloc", "launch", "device"), default="alloc")
     p.add_argument("--depth", type=int, default=25, help="Python frames above the operation")
     p.add_argument("--hook-floor", metavar="LIB", help="compare before/after attaching the "
                    "bridge with libhook-floor.so behind it, in this process")
@@ -63,7 +65,11 @@ def setup(args):
         for _ in range(OPS):
             torch.add(a, a, out=out)
 
-    body = allocs if args.op == "alloc" else launches
+    def devices():
+        for _ in range(OPS):
+            torch.cuda.current_device()
+
+    body = {"alloc": allocs, "launch": launches, "device": devices}[args.op]
     return lambda: nested(args.depth, body)
 
 
