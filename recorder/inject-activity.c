@@ -141,7 +141,9 @@ static void memory_record(const CUpti_ActivityMemory4 *m)
 	ev.device = m->deviceId;
 	ev.alloc.address = m->address;
 	ev.alloc.bytes = m->bytes;
-	ev.alloc.stream = m->streamId;
+	/* CUPTI marks a synchronous allocation's stream as invalid; the trace
+	 * says 0, default or unknown */
+	ev.alloc.stream = m->streamId == CUPTI_INVALID_STREAM_ID ? 0 : m->streamId;
 	ev.alloc.correlation = m->correlationId;
 	if (ev.kind == MT_EVENT_ALLOC)
 		ev.alloc.site = mt_callbacks_site_for(m->correlationId);

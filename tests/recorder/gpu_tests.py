@@ -33,6 +33,8 @@ def test_sync(tmp):
     check("sync: 12 driver allocs of the known sizes", sizes(a) == expected, sizes(a))
     check("sync: allocs say cudaMalloc", all(e["api"] == "cudaMalloc" for e in a),
           {e["api"] for e in a})
+    check("sync: synchronous allocs on stream 0 (default or unknown)",
+          {e["stream"] for e in a} == {0}, {e["stream"] for e in a})
     check("sync: every free pairs with its alloc, same size",
           t.pairing("driver") == (12, 0, 0, 0), t.pairing("driver"))
     ts = [e["ts"] for k in ("alloc", "free") for e in t.events[k]]
