@@ -8,7 +8,7 @@ set -eu
 m=${1:-build/cli/memtrace}
 trace=${2:-samples/traces/gpt2-train.db}
 out=$(dirname "$0")
-# the training steps end at 3 s; the rest of the trace is the program's exit
+# the training steps end before 3 s; the rest of the trace is the program's exit
 "$m" render "$trace" "$out/timeline.png" --to 3.2s
 "$m" render "$trace" "$out/segments.png" --policy caching,expandable
 "$m" render "$trace" "$out/policies.png" --to 3.2s
