@@ -101,10 +101,10 @@ static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain domain, CUpti_
 		depth++;
 		return;
 	}
-	if (depth == 0 || cbid >= CBID_SLOTS)
+	if (depth == 0)
 		return;
 	depth--;
-	if (depth >= MAX_DEPTH)
+	if (depth >= MAX_DEPTH || cbid >= CBID_SLOTS)
 		return;
 	struct call_total *total = &totals[domain == CUPTI_CB_DOMAIN_DRIVER_API][cbid];
 	atomic_fetch_add_explicit(&total->count, 1, memory_order_relaxed);
@@ -127,64 +127,80 @@ static int timed_call(const char *name)
 	return 0;
 }
 
+/* Calls visit(domain index, id, name, arg) for every named runtime and
+ * driver API. */
+static void each_api(void (*visit)(int d, unsigned id, const char *name, void *arg), void *arg)
+{
+	static const unsigned sizes[2] = { RUNTIME_CBIDS, DRIVER_CBIDS };
+	for (int d = 0; d < 2; d++)
+		for (unsigned id = 1; id < sizes[d]; id++) {
+			const char *name = NULL;
+			if (cuptiGetCallbackName(domains[d], id, &name) == CUPTI_SUCCESS && name)
+				visit(d, id, name, arg);
+		}
+}
+
+struct times_file {
+	FILE *f;
+	const char *sep;
+};
+
+static void write_call(int d, unsigned id, const char *name, void *arg)
+{
+	struct times_file *out = arg;
+	uint64_t n = atomic_load(&totals[d][id].count);
+	if (!n)
+		return;
+	fprintf(out->f, "%s\n {\"name\": \"%s\", \"count\": %llu, \"ns\": %llu}", out->sep, name,
+	        (unsigned long long)n, (unsigned long long)atomic_load(&totals[d][id].ns));
+	out->sep = ",";
+}
+
 static void write_times(void)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s.%d", times_path, (int)getpid());
-	FILE *f = fopen(path, "w");
-	if (!f)
+	struct times_file out = { fopen(path, "w"), "" };
+	if (!out.f)
 		return;
-	fprintf(f, "{\"outermost_ns\": %llu, \"calls\": [",
+	fprintf(out.f, "{\"outermost_ns\": %llu, \"calls\": [",
 	        (unsigned long long)atomic_load(&outermost_ns));
-	const char *sep = "";
-	for (int d = 0; d < 2; d++)
-		for (unsigned id = 0; id < CBID_SLOTS; id++) {
-			uint64_t n = atomic_load(&totals[d][id].count);
-			const char *name = NULL;
-			if (!n || cuptiGetCallbackName(domains[d], id, &name) != CUPTI_SUCCESS)
-				continue;
-			fprintf(f, "%s\n {\"name\": \"%s\", \"count\": %llu, \"ns\": %llu}", sep,
-			        name, (unsigned long long)n,
-			        (unsigned long long)atomic_load(&totals[d][id].ns));
-			sep = ",";
-		}
-	fprintf(f, "\n]}\n");
-	fclose(f);
+	each_api(write_call, &out);
+	fprintf(out.f, "\n]}\n");
+	fclose(out.f);
 }
 
-static int time_calls(void)
-{
-	static const unsigned sizes[2] = { RUNTIME_CBIDS, DRIVER_CBIDS };
-	int all = env_flag("MT_BENCH_ALL_CALLS", 0);
+struct timing {
 	CUpti_SubscriberHandle subscriber;
-	if (cuptiSubscribe(&subscriber, on_call, NULL) != CUPTI_SUCCESS)
-		return -1;
-	for (int d = 0; d < 2; d++)
-		for (unsigned id = 1; id < sizes[d]; id++) {
-			const char *name = NULL;
-			if (cuptiGetCallbackName(domains[d], id, &name) == CUPTI_SUCCESS && name &&
-			    (all || timed_call(name)))
-				cuptiEnableCallback(1, subscriber, domains[d], id);
-		}
+	int all;
+};
+
+static void enable_timing(int d, unsigned id, const char *name, void *arg)
+{
+	struct timing *t = arg;
+	if (t->all || timed_call(name))
+		cuptiEnableCallback(1, t->subscriber, domains[d], id);
+}
+
+static void time_calls(void)
+{
+	struct timing t = { .all = env_flag("MT_BENCH_ALL_CALLS", 0) };
+	if (cuptiSubscribe(&t.subscriber, on_call, NULL) != CUPTI_SUCCESS)
+		return;
+	each_api(enable_timing, &t);
 	atexit(write_times);
-	return 0;
 }
 
 /* Activity for launch calls only: every other runtime and driver call off. */
-static void launch_apis_only(void)
+static void activity_off_unless_launch(int d, unsigned id, const char *name, void *arg)
 {
-	static const unsigned sizes[2] = { RUNTIME_CBIDS, DRIVER_CBIDS };
-	for (int d = 0; d < 2; d++)
-		for (unsigned id = 1; id < sizes[d]; id++) {
-			const char *name = NULL;
-			if (cuptiGetCallbackName(domains[d], id, &name) != CUPTI_SUCCESS || !name ||
-			    strstr(name, "Launch"))
-				continue;
-			if (d == 0)
-				cuptiActivityEnableRuntimeApi(id, 0);
-			else
-				cuptiActivityEnableDriverApi(id, 0);
-		}
+	(void)arg;
+	if (strstr(name, "Launch"))
+		return;
+	if (d == 0)
+		cuptiActivityEnableRuntimeApi(id, 0);
+	else
+		cuptiActivityEnableDriverApi(id, 0);
 }
 
 static void *flush_every(void *arg)
@@ -221,7 +237,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
 		return 1;
 	if (env_flag("MT_BENCH_LAUNCH_APIS_ONLY", 0))
-		launch_apis_only();
+		each_api(activity_off_unless_launch, NULL);
 	flush_ms = (unsigned)env_flag("MT_BENCH_FLUSH_MS", 0);
 	flush_forced = env_flag("MT_BENCH_FLUSH_FORCED", 0);
 	pthread_t flusher;
