@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "memtrace-format.h"
+#include "memtrace-synth.h"
 
 static int failures, count;
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "memtrace-format.h"
 
 static int failures;

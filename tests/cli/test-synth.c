@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "memtrace-format.h"
+#include "memtrace-synth.h"
 
 static int failures, count;
 

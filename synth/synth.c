@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memtrace-format.h"
+#include "memtrace-synth.h"
 
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)

@@ -1,0 +1,29 @@
+/* memtrace-common.h — what every memtrace module may use and none owns:
+ * reading and printing sizes and durations for people.
+ *
+ * Nothing here knows about traces, GPUs or SQLite; nothing prints or
+ * exits. Errors are negative errno values.
+ */
+#ifndef MEMTRACE_COMMON_H
+#define MEMTRACE_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- sizes -------------------------------------------------------------- */
+
+/* Parses a size: a number (integer, decimal or exponent form: "1e9", "1.5")
+ * followed by an optional unit B, K/KB, M/MB, G/GB, T/TB (powers of 1000),
+ * KiB, MiB, GiB, TiB (powers of 1024), case-insensitive, optional space.
+ * "24GiB", "512MB", "1e9". Returns 0, or -EINVAL for anything else
+ * (empty, negative, garbage, overflow past UINT64_MAX). */
+int mt_size_parse(const char *text, uint64_t *bytes);
+
+/* Formats bytes in binary units with 3 significant digits ("512 B",
+ * "1.50 KiB", "23.8 GiB") into buf; returns buf. buflen >= 16 suffices. */
+char *mt_size_format(uint64_t bytes, char *buf, size_t buflen);
+
+/* Formats a duration in ns as "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
+char *mt_duration_format(uint64_t ns, char *buf, size_t buflen);
+
+#endif /* MEMTRACE_COMMON_H */
