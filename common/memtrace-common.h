@@ -1,5 +1,6 @@
 /* memtrace-common.h — what every memtrace module may use and none owns:
- * reading and printing sizes and durations for people.
+ * one-line error messages and reading and printing sizes and durations
+ * for people.
  *
  * Nothing here knows about traces, GPUs or SQLite; nothing prints or
  * exits. Errors are negative errno values.
@@ -7,8 +8,23 @@
 #ifndef MEMTRACE_COMMON_H
 #define MEMTRACE_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* ---- messages ----------------------------------------------------------- */
+
+/* Formats a one-line message into err (errlen bytes, truncated to fit; err
+ * may be NULL or errlen 0, then nothing is written) and returns rc, so that
+ * a failure reads `return mt_fail(err, errlen, -EINVAL, "bad %s", what);`.
+ * The library half of the house rule "a negative errno and one line". */
+int mt_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/* mt_fail with a va_list, for helpers that take their own arguments (a
+ * message kept on a handle). */
+int mt_vfail(char *err, size_t errlen, int rc, const char *fmt, va_list ap)
+        __attribute__((format(printf, 4, 0)));
 
 /* ---- sizes -------------------------------------------------------------- */
 

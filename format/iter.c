@@ -78,7 +78,8 @@ static int list_chunks(struct mt_iter *it, sqlite3_stmt *st, unsigned kind, size
 			*cap = *cap ? *cap * 2 : 64;
 			struct chunk_ref *nc = realloc(it->chunks, *cap * sizeof(*nc));
 			if (!nc)
-				return mt_message(it->r->message, -ENOMEM, "out of memory");
+				return mt_fail(it->r->message, MT_MESSAGE_MAX, -ENOMEM,
+				               "out of memory");
 			it->chunks = nc;
 		}
 		it->chunks[it->n_chunks++] = c;
@@ -105,7 +106,7 @@ int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter
 	*out = NULL;
 	struct mt_iter *it = calloc(1, sizeof(*it));
 	if (!it)
-		return mt_message(r->message, -ENOMEM, "out of memory");
+		return mt_fail(r->message, MT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	it->r = r;
 	if (q)
 		it->q = *q;
@@ -127,7 +128,7 @@ int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter
 		qsort(it->chunks, it->n_chunks, sizeof(*it->chunks), chunk_cmp);
 		it->heap = malloc(it->n_chunks * sizeof(*it->heap));
 		if (!it->heap)
-			err = mt_message(r->message, -ENOMEM, "out of memory");
+			err = mt_fail(r->message, MT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	}
 	if (err < 0) {
 		mt_iter_free(it);
@@ -139,8 +140,8 @@ int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter
 
 static int chunk_corrupt(struct mt_iter *it, const struct chunk_ref *c, const char *why)
 {
-	return mt_message(it->r->message, -EBADMSG, "%s: chunk %lld is corrupt (%s)", it->r->path,
-	                  (long long)c->id, why);
+	return mt_fail(it->r->message, MT_MESSAGE_MAX, -EBADMSG, "%s: chunk %lld is corrupt (%s)",
+	               it->r->path, (long long)c->id, why);
 }
 
 /* Index of the first of n sorted events with ts >= t. */
@@ -187,8 +188,8 @@ static int open_chunk(struct mt_iter *it, const struct chunk_ref *c, struct curs
 	if (err == -EBADMSG)
 		return chunk_corrupt(it, c, why);
 	if (err < 0)
-		return mt_message(r->message, err, "%s: cannot decode chunk %lld", r->path,
-		                  (long long)c->id);
+		return mt_fail(r->message, MT_MESSAGE_MAX, err, "%s: cannot decode chunk %lld",
+		               r->path, (long long)c->id);
 	const struct mt_event *e = it->spare.events;
 	if (n > 0 && (e[0].ts != c->first_ts || e[n - 1].ts != c->last_ts))
 		return chunk_corrupt(it, c, "timestamps differ from its index row");

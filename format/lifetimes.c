@@ -192,7 +192,7 @@ int mt_reader_lifetimes(struct mt_reader *r, const struct mt_query *q, unsigned 
 	if (err < 0) {
 		free(c.out);
 		if (err == -ENOMEM)
-			mt_message(r->message, err, "out of memory");
+			mt_fail(r->message, MT_MESSAGE_MAX, err, "out of memory");
 		return err;
 	}
 	*out = c.out;
@@ -243,7 +243,7 @@ int mt_reader_peak_live(struct mt_reader *r, const struct mt_query *q, unsigned 
 	int err = walk(r, q, layer, visit_peak, &c);
 	free(c.live.slots);
 	if (err == -ENOMEM)
-		mt_message(r->message, err, "out of memory");
+		mt_fail(r->message, MT_MESSAGE_MAX, err, "out of memory");
 	if (err < 0)
 		return err;
 	*peak_bytes = c.peak;

@@ -36,7 +36,8 @@ int mt_reader_sql_fail(struct mt_reader *r, int rc, const char *what)
 	int err = mt_sqlite_errno(rc);
 	if (err == -ENOENT)
 		err = -EIO;
-	return mt_message(r->message, err, "%s: %s: %s", r->path, what, sqlite3_errmsg(r->db));
+	return mt_fail(r->message, MT_MESSAGE_MAX, err, "%s: %s: %s", r->path, what,
+	               sqlite3_errmsg(r->db));
 }
 
 static char *dup_column(sqlite3_stmt *st, int col)
@@ -72,7 +73,7 @@ static int open_db(struct mt_reader *r, enum open_mode mode)
 	if (mode == OPEN_IMMUTABLE) {
 		char *uri = immutable_uri(r->path);
 		if (!uri)
-			return mt_message(r->message, -ENOMEM, "out of memory");
+			return mt_fail(r->message, MT_MESSAGE_MAX, -ENOMEM, "out of memory");
 		rc = sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
 		free(uri);
 	} else {
@@ -80,8 +81,8 @@ static int open_db(struct mt_reader *r, enum open_mode mode)
 		rc = sqlite3_open_v2(r->path, &r->db, flags, NULL);
 	}
 	if (rc != SQLITE_OK) {
-		int err = mt_message(r->message, -EIO, "%s: %s", r->path,
-		                     r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
+		int err = mt_fail(r->message, MT_MESSAGE_MAX, -EIO, "%s: %s", r->path,
+		                  r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
 		sqlite3_close(r->db);
 		r->db = NULL;
 		return err;
@@ -94,8 +95,9 @@ static int open_db(struct mt_reader *r, enum open_mode mode)
 		rc = sqlite3_prepare_v2(r->db, "SELECT blob FROM chunks WHERE id = ?", -1,
 		                        &r->blob_stmt, NULL);
 		if (rc != SQLITE_OK)
-			err = mt_message(r->message, -EBADMSG, "%s is not a memtrace trace (%s)",
-			                 r->path, sqlite3_errmsg(r->db));
+			err = mt_fail(r->message, MT_MESSAGE_MAX, -EBADMSG,
+			              "%s is not a memtrace trace (%s)", r->path,
+			              sqlite3_errmsg(r->db));
 	}
 	if (err < 0) {
 		sqlite3_close(r->db);
@@ -404,12 +406,12 @@ static int load_series(struct mt_reader *r, struct mt_replay_record *rec, int co
                        const unsigned char *blob, size_t len)
 {
 	if (codec != 0 || len % 24 != 0)
-		return mt_message(r->message, -EBADMSG, "%s: replay %lld has a corrupt series",
-		                  r->path, (long long)rec->id);
+		return mt_fail(r->message, MT_MESSAGE_MAX, -EBADMSG,
+		               "%s: replay %lld has a corrupt series", r->path, (long long)rec->id);
 	size_t n = len / 24;
 	struct mt_series_point *s = malloc((n ? n : 1) * sizeof(*s));
 	if (!s)
-		return mt_message(r->message, -ENOMEM, "out of memory");
+		return mt_fail(r->message, MT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v[3] = { 0, 0, 0 };
 		for (int k = 0; k < 3; k++)

@@ -9,14 +9,14 @@
 
 #include <sqlite3.h>
 
+#include "memtrace-common.h"
+
+/* Room for a handle's one-line message (mt_fail). */
 #define MT_MESSAGE_MAX 512
 
 /* Busy timeout of every connection: long enough for several recording
  * processes to take turns committing chunks. */
 #define MT_BUSY_TIMEOUT_MS 10000
-
-/* Formats a message into msg (MT_MESSAGE_MAX bytes) and returns err. */
-int mt_message(char *msg, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* errno for an SQLite result code: -EBADMSG for corrupt or non-database
  * files, -ENOMEM, -ENOENT for files that cannot be opened, else -EIO. */
