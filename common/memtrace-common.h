@@ -1,6 +1,6 @@
 /* memtrace-common.h — what every memtrace module may use and none owns:
- * one-line error messages and reading and printing sizes and durations
- * for people.
+ * one-line error messages, reading and printing sizes and durations for
+ * people, and the pseudo-random generator.
  *
  * Nothing here knows about traces, GPUs or SQLite; nothing prints or
  * exits. Errors are negative errno values.
@@ -41,5 +41,30 @@ char *mt_size_format(uint64_t bytes, char *buf, size_t buflen);
 
 /* Formats a duration in ns as "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
 char *mt_duration_format(uint64_t ns, char *buf, size_t buflen);
+
+/* ---- random numbers ------------------------------------------------------ */
+
+/* splitmix64: advances *state and returns the next value. A whole stream
+ * from one 64-bit state (the tests' random events and request streams) and
+ * the seeding of mt_rng. */
+uint64_t mt_splitmix64(uint64_t *state);
+
+/* xoshiro256**, the generator for seeded models (synth): the same seed
+ * gives the same sequence on every machine. */
+struct mt_rng {
+	uint64_t s[4];
+};
+
+/* Seeds r from one value through splitmix64. */
+void mt_rng_seed(struct mt_rng *r, uint64_t seed);
+
+/* The next 64 random bits. */
+uint64_t mt_rng_next(struct mt_rng *r);
+
+/* Uniform in [0, n), n > 0 (multiply-shift: one draw, no loop). */
+uint64_t mt_rng_below(struct mt_rng *r, uint64_t n);
+
+/* Uniform in [0, 1), 53 random bits. */
+double mt_rng_unit(struct mt_rng *r);
 
 #endif /* MEMTRACE_COMMON_H */

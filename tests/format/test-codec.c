@@ -35,17 +35,20 @@ static struct mt_event *random_events(unsigned kind, size_t n, uint64_t *s, int 
 {
 	struct mt_event *e = calloc(n + 1, sizeof(*e));
 	CHECK(e);
-	uint64_t ts = rnd(s) % 1000000;
+	uint64_t ts = mt_splitmix64(s) % 1000000;
 	for (size_t i = 0; i < n; i++) {
 		e[i].kind = (uint8_t)kind;
 		e[i].process = 77; /* not stored: decode overrides */
 		if (sorted) {
-			ts += rnd(s) % 3 == 0 ? 0 : rnd(s) % 10000; /* equal timestamps too */
+			ts += mt_splitmix64(s) % 3 == 0
+			              ? 0
+			              : mt_splitmix64(s) % 10000; /* equal timestamps too */
 			e[i].ts = ts;
 			e[i].seq = i;
 		} else {
-			e[i].ts = rnd(s) % 4 == 0 ? rnd_value(s) : rnd(s) % 1000;
-			e[i].seq = rnd(s) % 3 == 0 ? rnd_value(s) : rnd(s) % 50;
+			e[i].ts =
+			        mt_splitmix64(s) % 4 == 0 ? rnd_value(s) : mt_splitmix64(s) % 1000;
+			e[i].seq = mt_splitmix64(s) % 3 == 0 ? rnd_value(s) : mt_splitmix64(s) % 50;
 		}
 		random_payload(&e[i], s);
 	}

@@ -175,7 +175,8 @@ static void random_damage(void)
 		unsigned char *copy = malloc(len);
 		memcpy(copy, data, len);
 		for (int k = 0; k < 1 + round % 8; k++)
-			copy[rnd(&s) % len] ^= (unsigned char)(1 + rnd(&s) % 255);
+			copy[mt_splitmix64(&s) % len] ^=
+			        (unsigned char)(1 + mt_splitmix64(&s) % 255);
 		write_file(bad, copy, len);
 		int rc = read_everything(bad, msg, sizeof(msg));
 		CHECK(rc == 0 || rc == -EBADMSG || rc == -EIO || rc == -ENOTSUP);

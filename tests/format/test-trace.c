@@ -117,13 +117,15 @@ static void write_trace(const char *path, struct expected *all, uint32_t *procs,
 	CHECK(all->e);
 	for (size_t i = 0; i < N_EVENTS; i++) {
 		struct mt_event *e = &all->e[i];
-		int pi = (int)(rnd(&s) % 2);
-		e->kind = (uint8_t)(1 + rnd(&s) % MT_EVENT_KIND_MAX);
+		int pi = (int)(mt_splitmix64(&s) % 2);
+		e->kind = (uint8_t)(1 + mt_splitmix64(&s) % MT_EVENT_KIND_MAX);
 		e->process = procs[pi];
-		e->device = devs[rnd(&s) % 2];
-		ts[pi] += rnd(&s) % 4 == 0 ? 0 : rnd(&s) % 50;
+		e->device = devs[mt_splitmix64(&s) % 2];
+		ts[pi] += mt_splitmix64(&s) % 4 == 0 ? 0 : mt_splitmix64(&s) % 50;
 		/* CUPTI delivers out of order now and then. */
-		e->ts = rnd(&s) % 10 == 0 && ts[pi] > 300 ? ts[pi] - rnd(&s) % 300 : ts[pi];
+		e->ts = mt_splitmix64(&s) % 10 == 0 && ts[pi] > 300
+		                ? ts[pi] - mt_splitmix64(&s) % 300
+		                : ts[pi];
 		random_payload(e, &s);
 		e->seq = 12345; /* ignored: the writer assigns it */
 		CHECK(mt_writer_append(w, e) == 0);
@@ -371,15 +373,15 @@ int main(void)
 	for (int i = 0; i < 40; i++) {
 		q = (struct mt_query){ 0 };
 		if (i % 2)
-			q.kinds = (uint32_t)rnd(&s) & 0x3fe;
+			q.kinds = (uint32_t)mt_splitmix64(&s) & 0x3fe;
 		if (i % 3 == 0)
-			q.device = devs[rnd(&s) % 2];
+			q.device = devs[mt_splitmix64(&s) % 2];
 		if (i % 5 == 0)
-			q.process = procs[rnd(&s) % 2];
+			q.process = procs[mt_splitmix64(&s) % 2];
 		if (i % 4 != 3) {
 			uint64_t span = all.e[all.n - 1].ts;
-			q.from = rnd(&s) % span;
-			q.to = i % 4 == 2 ? 0 : q.from + rnd(&s) % (span / 4) + 1;
+			q.from = mt_splitmix64(&s) % span;
+			q.to = i % 4 == 2 ? 0 : q.from + mt_splitmix64(&s) % (span / 4) + 1;
 		}
 		check_query(r, &all, &q);
 	}
