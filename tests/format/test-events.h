@@ -1,6 +1,6 @@
-/* test-events.h — helpers shared by the format tests: a small deterministic
- * random generator, random events of every kind, field-wise comparison and
- * a check macro that reports the failing line. */
+/* test-events.h — helpers shared by the format tests: random events of
+ * every kind (from the common splitmix64), field-wise comparison, temporary
+ * traces; the assertions are tests/tap.h's. */
 #ifndef MEMTRACE_TEST_EVENTS_H
 #define MEMTRACE_TEST_EVENTS_H
 
@@ -12,14 +12,7 @@
 
 #include "memtrace-common.h"
 #include "memtrace-format.h"
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
+#include "tap.h"
 
 /* A value that is often small, sometimes huge, sometimes an extreme. */
 static inline uint64_t rnd_value(uint64_t *s)
