@@ -34,6 +34,8 @@ struct mt_backend_impl {
 	int (*pool_free)(struct mt_backend *b, uint64_t address, uint64_t stream);
 	/* *released: chunks given back (counted as free_calls) */
 	int (*pool_trim)(struct mt_backend *b, uint64_t keep_bytes, unsigned *released);
+	/* NULL when the pool's layout cannot be seen (the driver's own) */
+	int (*pool_walk)(struct mt_backend *b, mt_policy_walk_fn fn, void *data);
 	/* Releases what the implementation itself holds (pool, streams,
 	 * context) after backend.c has released its tables. */
 	void (*destroy)(struct mt_backend *b);

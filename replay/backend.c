@@ -300,3 +300,11 @@ int mt_backend_pool_trim(struct mt_backend *b, uint64_t keep_bytes)
 	update_reserved(b);
 	return rc;
 }
+
+int mt_backend_pool_walk(struct mt_backend *b, mt_policy_walk_fn fn, void *data)
+{
+	if (!b->impl->pool_walk)
+		return mt_backend_fail(b, -ENOTSUP, "the %s backend's pool keeps its layout",
+		                       b->impl->name);
+	return b->impl->pool_walk(b, fn, data);
+}

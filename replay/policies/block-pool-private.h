@@ -92,7 +92,7 @@ struct torch_segment {
 };
 
 struct torch_alloc {
-	const struct mt_policy_ops *ops; /* struct mt_policy */
+	struct mt_policy base; /* its allocated: rounded block sizes handed out */
 	struct mt_backend *b;
 	struct torch_options opt;
 	struct torch_pool large, small;
@@ -100,7 +100,7 @@ struct torch_alloc {
 	struct torch_segment *segs, *segs_tail;
 	uint64_t allowed_max; /* allowed_memory_maximum: the backend's capacity */
 	uint64_t reserved;    /* total_allocated_memory */
-	uint64_t allocated, requested;
+	uint64_t requested;
 	uint64_t nsegments;
 	uint64_t next_seq;
 	uint64_t cache_flushes;

@@ -562,7 +562,7 @@ static struct torch_block *alloc_found_block(struct torch_alloc *t, struct torch
 	}
 	b->allocated = true;
 	b->requested = orig;
-	t->allocated += b->size;
+	t->base.allocated += b->size;
 	t->requested += orig;
 	return b;
 }
@@ -617,7 +617,7 @@ int mt_torch_alloc_free(struct mt_policy *p, uint64_t address, uint64_t stream)
 		return -EINVAL;
 	b = (struct torch_block *)(uintptr_t)v;
 	b->allocated = false;
-	t->allocated -= b->size;
+	t->base.allocated -= b->size;
 	t->requested -= b->requested;
 	b->requested = 0;
 	free_block(t, b);
@@ -712,7 +712,7 @@ void mt_torch_alloc_stats(struct mt_policy *p, struct mt_policy_stats *st)
 	struct torch_alloc *t = (struct torch_alloc *)p;
 	uint64_t small = pool_largest_free(&t->small), large = pool_largest_free(&t->large);
 
-	st->allocated = t->allocated;
+	st->allocated = t->base.allocated;
 	st->requested = t->requested;
 	st->reserved = t->reserved;
 	st->segments = t->opt.expandable ? mapped_runs(t) : t->nsegments;
@@ -763,7 +763,7 @@ int mt_torch_alloc_create(struct torch_alloc **out, const struct mt_policy_ops *
 
 	if (!t)
 		return -ENOMEM;
-	t->ops = ops;
+	t->base.ops = ops;
 	t->b = b;
 	t->opt = *opt;
 	t->small.is_small = true;
