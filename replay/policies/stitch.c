@@ -519,7 +519,8 @@ static void stitch_destroy(struct mt_policy *pol)
 	while (p->all)
 		if (block_release(p, p->all) < 0)
 			break;
-	mt_policy_destroy(p->small);
+	if (p->small)
+		p->small->ops->destroy(p->small);
 	mt_addrmap_release(&p->live);
 	free(p->streams);
 	free(p);
@@ -539,7 +540,7 @@ static int stitch_create(struct mt_policy **out, struct mt_backend *b, const cha
 	p->base.ops = &mt_policy_stitch;
 	p->b = b;
 	p->page = mt_backend_granularity(b);
-	rc = mt_policy_create(&p->small, "caching", b, err, errlen);
+	rc = mt_policy_caching.create(&p->small, b, NULL, err, errlen);
 	if (rc < 0) {
 		free(p);
 		return rc;
