@@ -1,6 +1,6 @@
 /* registry.c — the policy registry and spec parsing ("NAME:key=value,...").
- * To add a policy: one extern line and one array line below (stable order:
- * the order of tables and --help). */
+ * The policies are those of replay/meson.build's one list (replay_policies),
+ * which meson writes into policy-list.h as MT_POLICY(NAME) items. */
 #include "config.h"
 
 #include <errno.h>
@@ -8,30 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy-list.h"
 #include "policy-private.h"
 
-extern const struct mt_policy_ops mt_policy_native;
-extern const struct mt_policy_ops mt_policy_bestfit;
-extern const struct mt_policy_ops mt_policy_firstfit;
-extern const struct mt_policy_ops mt_policy_caching;
-extern const struct mt_policy_ops mt_policy_expandable;
-extern const struct mt_policy_ops mt_policy_bfc;
-extern const struct mt_policy_ops mt_policy_async;
-extern const struct mt_policy_ops mt_policy_stitch;
-extern const struct mt_policy_ops mt_policy_buddy;
-extern const struct mt_policy_ops mt_policy_planned;
+#define MT_POLICY(name) extern const struct mt_policy_ops mt_policy_##name;
+MT_POLICY_LIST
+#undef MT_POLICY
 
 static const struct mt_policy_ops *const registry[] = {
-	&mt_policy_native,
-	&mt_policy_caching,
-	&mt_policy_expandable,
-	&mt_policy_bfc,
-	&mt_policy_bestfit,
-	&mt_policy_firstfit,
-	&mt_policy_buddy,
-	&mt_policy_async,
-	&mt_policy_stitch,
-	&mt_policy_planned,
+#define MT_POLICY(name) &mt_policy_##name,
+	MT_POLICY_LIST
+#undef MT_POLICY
 	NULL,
 };
 
