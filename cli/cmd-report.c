@@ -552,7 +552,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 	return fflush(stdout) == EOF ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
-int mt_cmd_report(int argc, char **argv)
+int cli_cmd_report(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "json", no_argument, NULL, 'j' },

@@ -127,14 +127,14 @@ static bool contains(const char *data, size_t len, const char *text)
 	return false;
 }
 
-static void check_vector(const char *trace, enum mt_view view)
+static void check_vector(const char *trace, const char *view)
 {
 	char name[64];
 	const char *path;
 	size_t len = 0;
 	char *data;
 
-	snprintf(name, sizeof(name), "%s.pdf", mt_view_name(view));
+	snprintf(name, sizeof(name), "%s.pdf", view);
 	path = vt_path(1, name);
 	CHECK(vt_render(trace, path, view, NULL, -1, WIDTH, HEIGHT) == 0);
 	data = slurp(path, &len);
@@ -151,7 +151,7 @@ static void check_vector(const char *trace, enum mt_view view)
 		CHECK(contains(data, len, "/MediaBox [ 0 0 800 450 ]"));
 	}
 	free(data);
-	snprintf(name, sizeof(name), "%s.svg", mt_view_name(view));
+	snprintf(name, sizeof(name), "%s.svg", view);
 	path = vt_path(1, name);
 	CHECK(vt_render(trace, path, view, NULL, -1, WIDTH, HEIGHT) == 0);
 	data = slurp(path, &len);
@@ -171,8 +171,6 @@ static void check_vector(const char *trace, enum mt_view view)
 
 int main(void)
 {
-	static const enum mt_view views[] = { MT_VIEW_TIMELINE, MT_VIEW_SEGMENTS, MT_VIEW_POLICIES,
-		                              MT_VIEW_ANATOMY };
 	const char *root = getenv("MT_SOURCE_ROOT"), *update = getenv("MT_UPDATE_REFERENCES");
 	const char *trace = vt_path(0, "viewer-test.db");
 	size_t i;
@@ -182,14 +180,15 @@ int main(void)
 		return 1;
 	}
 	CHECK(vt_write_trace(trace, VT_FULL) == 0);
-	for (i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+	for (i = 0; i < mt_view_count(); i++) {
+		const char *view = mt_view_at(i)->name;
 		char name[64], ref[1024];
 		const char *got;
 
-		snprintf(name, sizeof(name), "%s.png", mt_view_name(views[i]));
+		snprintf(name, sizeof(name), "%s.png", view);
 		got = vt_path(2, name);
 		snprintf(ref, sizeof(ref), "%s/tests/viewer/reference/%s", root, name);
-		CHECK(vt_render(trace, got, views[i], NULL, -1, WIDTH, HEIGHT) == 0);
+		CHECK(vt_render(trace, got, view, NULL, -1, WIDTH, HEIGHT) == 0);
 		if (update && !strcmp(update, "1")) {
 			cairo_surface_t *s = cairo_image_surface_create_from_png(got);
 
@@ -198,8 +197,8 @@ int main(void)
 			fprintf(stderr, "updated %s\n", ref);
 			continue;
 		}
-		compare(mt_view_name(views[i]), got, ref);
-		check_vector(trace, views[i]);
+		compare(view, got, ref);
+		check_vector(trace, view);
 	}
 	vt_cleanup();
 	return vt_failures ? 1 : 0;

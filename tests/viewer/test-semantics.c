@@ -39,7 +39,7 @@ static void band_areas(void)
 	int x, y, k;
 
 	CHECK(vt_write_trace(trace, VT_BANDS) == 0);
-	CHECK(vt_render(trace, png, MT_VIEW_TIMELINE, NULL, -1, 1200, 900) == 0);
+	CHECK(vt_render(trace, png, "timeline", NULL, -1, 1200, 900) == 0);
 	img = cairo_image_surface_create_from_png(png);
 	CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
 	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
@@ -138,7 +138,7 @@ static void segment_map(void)
 	int n = 0;
 
 	CHECK(vt_write_trace(trace, VT_FULL) == 0);
-	CHECK(vt_render(trace, png, MT_VIEW_SEGMENTS, "native", 3.5, 1200, 700) == 0);
+	CHECK(vt_render(trace, png, "segments", "native", 3.5, 1200, 700) == 0);
 	img = cairo_image_surface_create_from_png(png);
 	CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
 	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)

@@ -46,7 +46,7 @@ void vt_cleanup(void);
 
 /* Renders trace into out. policies and at_ms (< 0: peak) as for the CLI.
  * Returns mt_render's value; prints its message on failure. */
-int vt_render(const char *trace, const char *out, enum mt_view view, const char *policies,
+int vt_render(const char *trace, const char *out, const char *view, const char *policies,
               double at_ms, unsigned width, unsigned height);
 
 /* An opaque pixel 0xRRGGBB of a PNG read back. */
