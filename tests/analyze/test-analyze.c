@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tap.h"
 #include "memtrace-analyze.h"
 
 #define T0 1000000000ull
@@ -271,9 +271,11 @@ static void test_sites(void)
 	CHECK(!strcmp(mt_site_frame(site1, 2, buf, 6), "/home"));
 }
 
-static void test_main(const char *path)
+static char main_path[64], replays_path[64], asis_path[64], nosample_path[64];
+
+static void test_main(void)
 {
-	struct mt_reader *r = open_reader(path);
+	struct mt_reader *r = open_reader(main_path);
 	struct mt_report rep;
 	struct mt_report_options opt = { 0 };
 	const struct mt_range_stats *s;
@@ -406,9 +408,9 @@ static void test_main(const char *path)
 	mt_reader_free(r);
 }
 
-static void test_replays(const char *path)
+static void test_replays(void)
 {
-	struct mt_reader *r = open_reader(path);
+	struct mt_reader *r = open_reader(replays_path);
 	struct mt_report rep;
 	struct mt_report_options opt = { 0 };
 	char err[256];
@@ -430,7 +432,7 @@ static void test_replays(const char *path)
 	mt_reader_free(r);
 }
 
-static void test_asis(const char *path, bool with_sample)
+static void check_asis(const char *path, bool with_sample)
 {
 	struct mt_reader *r = open_reader(path);
 	struct mt_report rep;
@@ -478,33 +480,36 @@ static void test_peak_ties(void)
 	CHECK(mt_peak_moment(l, 0, &peak, &at) == 0 && peak == 0);
 }
 
+static void test_asis(void)
+{
+	check_asis(asis_path, true);
+}
+
+static void test_asis_without_samples(void)
+{
+	check_asis(nosample_path, false);
+}
+
 int main(void)
 {
-	char dir[] = "/tmp/mt-analyze-XXXXXX", main_path[64], rep_path[64], asis[64], nos[64];
+	char dir[] = "/tmp/mt-analyze-XXXXXX", cmd[128];
 
-	if (!mkdtemp(dir))
-		return 1;
+	REQUIRE(mkdtemp(dir) != NULL);
 	snprintf(main_path, sizeof(main_path), "%s/main.db", dir);
-	snprintf(rep_path, sizeof(rep_path), "%s/replays.db", dir);
-	snprintf(asis, sizeof(asis), "%s/asis.db", dir);
-	snprintf(nos, sizeof(nos), "%s/nosample.db", dir);
+	snprintf(replays_path, sizeof(replays_path), "%s/replays.db", dir);
+	snprintf(asis_path, sizeof(asis_path), "%s/asis.db", dir);
+	snprintf(nosample_path, sizeof(nosample_path), "%s/nosample.db", dir);
 	write_main(main_path, false);
-	write_main(rep_path, true);
-	write_asis(asis, true);
-	write_asis(nos, false);
-	test_sites();
-	test_peak_ties();
-	test_main(main_path);
-	test_replays(rep_path);
-	test_asis(asis, true);
-	test_asis(nos, false);
-	{
-		char cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0)
-			failures++;
-	}
-	printf("%s: %d failed checks\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	write_main(replays_path, true);
+	write_asis(asis_path, true);
+	write_asis(nosample_path, false);
+	TEST(test_sites);
+	TEST(test_peak_ties);
+	TEST(test_main);
+	TEST(test_replays);
+	TEST(test_asis);
+	TEST(test_asis_without_samples);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+	return check_done();
 }

@@ -27,8 +27,6 @@
 #include "memtrace-format.h"
 #include "viewer-test.h"
 
-int vt_failures;
-
 struct ev {
 	double ms;
 	int alloc; /* 1 alloc, 0 free */
