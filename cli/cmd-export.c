@@ -3,7 +3,7 @@
 #include "cli-util.h"
 #include "commands.h"
 
-int mt_cmd_export(int argc, char **argv)
+int cli_cmd_export(int argc, char **argv)
 {
 	return cli_not_built("export", "the report issue");
 }
