@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "policy-private.h"
 
 extern const struct mt_policy_ops mt_policy_native;
