@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{ "export", mt_cmd_export, "write a trace as Perfetto JSON, CSV, RMM log or MiniMalloc" },
 	{ "import", mt_cmd_import, "turn a PyTorch memory snapshot or an RMM log into a trace" },
 	{ "synth", mt_cmd_synth, "write a synthetic trace (training loop, random, small)" },
+	{ "predict", mt_cmd_predict, "predict the memory at another batch size or length" },
 };
 
 static void usage(FILE *out)
