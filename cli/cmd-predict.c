@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,8 +181,7 @@ struct table {
 	uint64_t max_fit[MAX_POLICIES];
 };
 
-static int compute(const struct mt_predictor *p, const struct args *a, uint64_t capacity,
-                   struct table *t)
+static int compute(struct mt_predictor *p, const struct args *a, uint64_t capacity, struct table *t)
 {
 	const char *specs[MAX_POLICIES];
 	char err[1024];
@@ -370,6 +370,11 @@ int mt_cmd_predict(int argc, char **argv)
 	char err[2048];
 	int rc;
 	memset(&a, 0, sizeof(a));
+	/* each synthesis fills and frees arrays of the trace's size: keep freed
+	 * memory for the next rather than map fresh pages (which cost more than
+	 * filling them; bench/predict) */
+	mallopt(M_MMAP_THRESHOLD, 1 << 30);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	if ((rc = parse_args(argc, argv, &a, &policy_arg)) != CLI_EXIT_OK)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 	if (policy_arg && (rc = cli_policy_specs(CMD, policy_arg, a.policies, MAX_POLICIES,

@@ -182,37 +182,37 @@ static int stream_index(struct loader *l, uint64_t stream, uint32_t *index)
 	return 0;
 }
 
-static int grow_requests(struct loader *l)
+/* Sizes the arrays for the device's alloc and free events (every layer's:
+ * an upper bound), as the chunk index counts them. */
+static int size_arrays(struct loader *l)
 {
 	struct pr_input *pi = l->pi;
-	if (pi->nreq < l->req_cap)
-		return 0;
-	size_t n = l->req_cap ? l->req_cap * 2 : 1024;
-	void *p;
-#define RESIZE(field)                                                                              \
-	if (!(p = realloc(pi->field, n * sizeof(*pi->field))))                                     \
-		return -ENOMEM;                                                                    \
-	pi->field = p;
-	RESIZE(key)
-	RESIZE(bytes)
-	RESIZE(stream)
-	RESIZE(site)
-	RESIZE(range)
-	RESIZE(stream_index)
-#undef RESIZE
-	l->req_cap = n;
+	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+	struct mt_query q = { .device = pi->device };
+	int rc = mt_reader_kind_stats(pi->reader, &q, st);
+	if (rc < 0)
+		return rc;
+	size_t allocs = (size_t)st[MT_EVENT_ALLOC].events + 1;
+	l->ev_cap = 2 * allocs; /* every request allocated and freed once at most */
+	l->req_cap = allocs;
+	if (!(pi->key = malloc(allocs * sizeof(*pi->key))) ||
+	    !(pi->bytes = malloc(allocs * sizeof(*pi->bytes))) ||
+	    !(pi->stream = malloc(allocs * sizeof(*pi->stream))) ||
+	    !(pi->site = malloc(allocs * sizeof(*pi->site))) ||
+	    !(pi->range = malloc(allocs * sizeof(*pi->range))) ||
+	    !(pi->stream_index = malloc(allocs * sizeof(*pi->stream_index))) ||
+	    !(pi->ev = malloc(l->ev_cap * sizeof(*pi->ev))))
+		return -ENOMEM;
 	return 0;
 }
 
-static int push_event(struct loader *l, const struct mt_event *ev, uint32_t request, bool is_free)
+static int push_event(struct loader *l, uint64_t ts, uint64_t reuse_delay, uint32_t request,
+                      bool is_free)
 {
 	struct pr_input *pi = l->pi;
-	if (grow((void **)&pi->ev, &l->ev_cap, pi->nev + 1, sizeof(*pi->ev)) < 0)
-		return -ENOMEM;
-	pi->ev[pi->nev++] = (struct pr_event){
-		ev->ts,      ev->alloc.address, is_free ? ev->alloc.reuse_delay : 0,
-		ev->process, request,           is_free
-	};
+	if (pi->nev == l->ev_cap)
+		return -EOVERFLOW; /* more events than the chunk index counts */
+	pi->ev[pi->nev++] = (struct pr_event){ ts, reuse_delay, request, is_free };
 	return 0;
 }
 
@@ -224,8 +224,9 @@ static int add_alloc(struct loader *l, const struct mt_event *ev)
 	int rc;
 	if (pi->nreq >= PR_NONE)
 		return -E2BIG;
-	if ((rc = grow_requests(l)) < 0 ||
-	    (rc = string_hash(pi->reader, &l->hashes, ev->alloc.site, &site_hash)) < 0 ||
+	if (pi->nreq == l->req_cap)
+		return -EOVERFLOW; /* more events than the chunk index counts */
+	if ((rc = string_hash(pi->reader, &l->hashes, ev->alloc.site, &site_hash)) < 0 ||
 	    (rc = innermost_range(&l->ranges, ev->process, ev->ts, &range_name)) < 0 ||
 	    (rc = string_hash(pi->reader, &l->hashes, range_name, &range_hash)) < 0 ||
 	    (rc = stream_index(l, ev->alloc.stream, &sindex)) < 0)
@@ -238,10 +239,14 @@ static int add_alloc(struct loader *l, const struct mt_event *ev)
 	pi->site[r] = ev->alloc.site;
 	pi->range[r] = range_name;
 	pi->stream_index[r] = sindex;
-	if ((rc = pr_pairs_put(&l->live, pr_pairs_key(ev->process, ev->alloc.address),
-	                       (uint32_t)r)) < 0)
+	uint32_t prev;
+	if ((rc = pr_pairs_put(&l->live, pr_pairs_key(ev->process, ev->alloc.address), (uint32_t)r,
+	                       &prev)) < 0)
 		return rc;
-	return push_event(l, ev, (uint32_t)r, false);
+	/* an alloc at an address still live: the earlier request ended (a lost free) */
+	if (prev != PR_NONE && (rc = push_event(l, ev->ts, 0, prev, true)) < 0)
+		return rc;
+	return push_event(l, ev->ts, 0, (uint32_t)r, false);
 }
 
 static int add_event(struct loader *l, const struct mt_event *ev)
@@ -253,7 +258,9 @@ static int add_event(struct loader *l, const struct mt_event *ev)
 	if (ev->kind == MT_EVENT_ALLOC)
 		return add_alloc(l, ev);
 	uint32_t r = pr_pairs_take(&l->live, pr_pairs_key(ev->process, ev->alloc.address));
-	return r == PR_NONE ? 0 : push_event(l, ev, r, true); /* freed, never seen allocated */
+	if (r == PR_NONE)
+		return 0; /* freed, never seen allocated */
+	return push_event(l, ev->ts, ev->alloc.reuse_delay, r, true);
 }
 
 static int first_device(struct mt_reader *r, uint32_t *device, char *err, size_t errlen)
@@ -288,7 +295,7 @@ int pr_input_load(struct pr_input *pi, const struct mt_predict_input *in, char *
 		               pi->device ? "no such device" : "no allocations");
 	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC) | MT_KIND_BIT(MT_EVENT_FREE),
 		              .device = pi->device };
-	if ((rc = load_ranges(in->reader, &l.ranges)) < 0 ||
+	if ((rc = size_arrays(&l)) < 0 || (rc = load_ranges(in->reader, &l.ranges)) < 0 ||
 	    (rc = mt_reader_iter(in->reader, &q, &it)) < 0)
 		goto out;
 	while ((rc = mt_iter_next(it, &ev)) > 0)
@@ -305,6 +312,9 @@ out:
 	if (rc == -ENOENT)
 		return pr_fail(err, errlen, rc, "%s: no allocations on device %u", pi->name,
 		               pi->device);
+	if (rc == -EOVERFLOW)
+		return pr_fail(err, errlen, -EBADMSG,
+		               "%s: more events than its chunk index counts (corrupt)", pi->name);
 	if (rc == -ENOMEM || rc == -E2BIG)
 		return pr_fail(err, errlen, rc, "%s: %s", pi->name, strerror(-rc));
 	if (rc < 0)

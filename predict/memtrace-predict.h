@@ -41,7 +41,9 @@ struct mt_predict_input {
 	uint32_t device;          /* device row; 0 = the first with allocations */
 };
 
-/* The aligned and fitted inputs, from which any N is synthesized. */
+/* The aligned and fitted inputs, from which any N is synthesized. The
+ * functions that synthesize reuse a buffer of the predictor: one thread at a
+ * time. */
 struct mt_predictor;
 
 /* Loads, aligns and fits n >= 2 inputs with distinct sizes. Returns 0, or
@@ -63,7 +65,8 @@ struct mt_predict_input_info {
 	uint64_t size;
 	uint64_t requests;  /* allocations in its stream */
 	uint64_t aligned;   /* of them, aligned with a request of every other input */
-	uint64_t peak_live; /* its recorded peak of requested bytes live */
+	uint64_t peak_live; /* its recorded peak of requested bytes live (frees counted
+	                       when requested, as the trace format counts them) */
 };
 
 /* How the fit held, over the largest input's requests. */
@@ -100,14 +103,16 @@ const struct mt_predict_input_info *mt_predictor_input(const struct mt_predictor
 /* The request stream at size N: the reference's stream with every request
  * at its fitted size (a request whose size falls to 0 or below is left
  * out). *out is freed with mt_request_stream_free. */
-int mt_predict_stream(const struct mt_predictor *p, uint64_t size, struct mt_request_stream **out,
+int mt_predict_stream(struct mt_predictor *p, uint64_t size, struct mt_request_stream **out,
                       char *err, size_t errlen);
 
-/* Predicts size N: *peak_live, and one sim replay per policy spec (as
+/* Predicts size N: *peak_live (requested bytes live at once, a free counted
+ * when it is requested, as PyTorch's requested_bytes.all.peak counts it),
+ * and one sim replay per policy spec (as
  * mt_policy_create takes it) at `capacity` bytes (0 = unlimited) into
  * results[0..npolicies) (release each with mt_replay_result_release; on
  * failure none is left to release). */
-int mt_predict_at(const struct mt_predictor *p, uint64_t size, const char *const *policies,
+int mt_predict_at(struct mt_predictor *p, uint64_t size, const char *const *policies,
                   size_t npolicies, uint64_t capacity, uint64_t *peak_live,
                   struct mt_replay_result *results, char *err, size_t errlen);
 
@@ -116,7 +121,7 @@ int mt_predict_at(const struct mt_predictor *p, uint64_t size, const char *const
  * each step a synthesized stream and a sim replay. *size = 0 when even
  * N = 1 does not fit, limit when limit still fits. Assumes that a larger N
  * never needs less memory. */
-int mt_predict_max_fit(const struct mt_predictor *p, const char *policy, uint64_t capacity,
+int mt_predict_max_fit(struct mt_predictor *p, const char *policy, uint64_t capacity,
                        uint64_t limit, uint64_t *size, char *err, size_t errlen);
 
 /* The naive extrapolation shown beside a prediction: the least-squares line
@@ -127,7 +132,7 @@ uint64_t mt_predict_naive(const uint64_t *sizes, const uint64_t *values, size_t 
 /* Peak reserved of each input's recorded stream replayed (sim, no
  * capacity) through `policy`, into reserved[0..inputs): the recorded peaks
  * that mt_predict_naive extrapolates. */
-int mt_predictor_input_reserved(const struct mt_predictor *p, const char *policy,
-                                uint64_t *reserved, char *err, size_t errlen);
+int mt_predictor_input_reserved(struct mt_predictor *p, const char *policy, uint64_t *reserved,
+                                char *err, size_t errlen);
 
 #endif /* MEMTRACE_PREDICT_H */

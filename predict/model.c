@@ -136,7 +136,8 @@ static int fit_all(struct mt_predictor *p, uint32_t *const *match, char *err, si
 	const struct pr_input *ref = &p->in[p->ref];
 	struct mt_predict_fit_stats *st = &p->summary.fit;
 	uint64_t x[p->n], y[p->n], full = 0;
-	if (!(p->fit = malloc((ref->nreq ? ref->nreq : 1) * sizeof(*p->fit))))
+	if (!(p->fit = malloc((ref->nreq ? ref->nreq : 1) * sizeof(*p->fit))) ||
+	    !(p->bytes = malloc((ref->nreq ? ref->nreq : 1) * sizeof(*p->bytes))))
 		return pr_fail(err, errlen, -ENOMEM, "out of memory");
 	for (size_t r = 0; r < ref->nreq; r++) {
 		size_t k = 0;
@@ -178,33 +179,25 @@ static int fit_all(struct mt_predictor *p, uint32_t *const *match, char *err, si
 	return 0;
 }
 
-/* The bytes of approximately fitted requests live at the reference's peak
- * (frees applied in event order), as a share of that peak; refuses above
- * MAX_APPROXIMATE_PEAK, naming the largest such request. */
+/* The bytes of approximately fitted requests live at the reference's peak,
+ * as a share of that peak; refuses above MAX_APPROXIMATE_PEAK, naming the
+ * largest such request. */
 static int check_approximate(struct mt_predictor *p, uint32_t *const *match, char *err,
                              size_t errlen)
 {
 	const struct pr_input *ref = &p->in[p->ref];
-	uint64_t live = 0, approx = 0, peak = 0, at_peak = 0;
+	bool *approximate = calloc(ref->nreq ? ref->nreq : 1, sizeof(bool));
+	uint64_t ts, at_peak;
 	size_t worst = PR_NONE;
-	for (size_t i = 0; i < ref->nev; i++) {
-		const struct pr_event *e = &ref->ev[i];
-		uint64_t b = ref->bytes[e->request];
-		bool a = p->fit[e->request].kind == PR_FIT_APPROXIMATE;
-		if (e->is_free) {
-			live -= b;
-			approx -= a ? b : 0;
-			continue;
-		}
-		live += b;
-		approx += a ? b : 0;
-		if (a && (worst == PR_NONE || b > ref->bytes[worst]))
-			worst = e->request;
-		if (live > peak) {
-			peak = live;
-			at_peak = approx;
-		}
+	if (!approximate)
+		return pr_fail(err, errlen, -ENOMEM, "out of memory");
+	for (size_t r = 0; r < ref->nreq; r++) {
+		approximate[r] = p->fit[r].kind == PR_FIT_APPROXIMATE;
+		if (approximate[r] && (worst == PR_NONE || ref->bytes[r] > ref->bytes[worst]))
+			worst = r;
 	}
+	uint64_t peak = pr_peak_live(ref, ref->bytes, approximate, &ts, &at_peak);
+	free(approximate);
 	p->summary.fit.approximate_peak_share = peak ? (double)at_peak / (double)peak : 0;
 	if (p->summary.fit.approximate_peak_share <= MAX_APPROXIMATE_PEAK)
 		return 0;
@@ -229,27 +222,44 @@ static int check_approximate(struct mt_predictor *p, uint32_t *const *match, cha
 
 /* The default capacity: the reference's device total less the CUDA
  * context and libraries and what is outside the process, from its anatomy
- * at the peak of live bytes. */
+ * at the peak of live bytes (which needs the driver-layer memory and the
+ * samples, not the requests). */
 static int capacity_of(struct mt_predictor *p, char *err, size_t errlen)
 {
 	const struct pr_input *ref = &p->in[p->ref];
 	struct mt_predict_summary *s = &p->summary;
-	struct mt_device_data d;
+	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+	struct mt_query q = { .device = ref->device };
+	struct mt_lifetime *drv = NULL, *live = NULL;
+	struct mt_sample *samples = NULL;
 	struct mt_anatomy a;
-	uint64_t peak, at;
-	int rc = mt_device_data_load(&d, ref->reader, ref->device, err, errlen);
+	size_t ndrv = 0, nlive = 0, nsamples = 0;
+	s->device_total = mt_reader_device_by_id(ref->reader, ref->device)->total_bytes;
+	int rc = mt_reader_kind_stats(ref->reader, &q, st);
+	if (rc == 0 && st[MT_EVENT_SAMPLE].events &&
+	    (rc = mt_reader_lifetimes(ref->reader, &q, MT_LAYER_DRIVER, &drv, &ndrv)) == 0 &&
+	    (rc = mt_samples_load(ref->reader, ref->device, &samples, &nsamples)) == 0) {
+		/* the driver memory is the segments, when recorded, else the live
+		 * requests themselves (which the allocator's memory is then taken to be) */
+		bool segments = ref->layer == MT_LAYER_REQUEST && ndrv;
+		if (ref->layer == MT_LAYER_REQUEST && !ndrv)
+			rc = mt_reader_lifetimes(ref->reader, &q, MT_LAYER_REQUEST, &live, &nlive);
+		else if (!segments) {
+			live = drv, nlive = ndrv;
+			drv = NULL, ndrv = 0;
+		}
+		if (rc == 0)
+			rc = mt_anatomy_compute(&a, live, nlive, ref->layer, drv, ndrv, samples,
+			                        nsamples, ref->peak_ts, err, errlen);
+	}
+	free(drv);
+	free(live);
+	free(samples);
 	if (rc < 0)
-		return rc;
-	s->device_total = d.dev->total_bytes;
-	if ((rc = mt_peak_moment(d.live, d.nlive, &peak, &at)) == 0)
-		rc = mt_anatomy_compute(&a, d.live, d.nlive, d.layer, d.seg, d.nseg, d.samples,
-		                        d.nsamples, at, err, errlen);
-	mt_device_data_release(&d);
-	if (rc < 0)
-		return pr_fail(err, errlen, rc, "%s: anatomy: %s", ref->name,
-		               rc == -ENOMEM ? "out of memory" : err);
-	s->capacity_sampled = a.available;
-	if (a.available) {
+		return pr_fail(err, errlen, rc, "%s: the anatomy: %s", ref->name,
+		               rc == -ENOMEM ? "out of memory" : mt_reader_message(ref->reader));
+	s->capacity_sampled = st[MT_EVENT_SAMPLE].events && a.available;
+	if (s->capacity_sampled) {
 		s->context_bytes =
 		        a.part[MT_PART_CONTEXT] > 0 ? (uint64_t)a.part[MT_PART_CONTEXT] : 0;
 		s->outside_bytes = a.part[MT_PART_OTHER_PROCESSES] > 0
@@ -293,12 +303,11 @@ int mt_predictor_build(struct mt_predictor **out, const struct mt_predict_input 
 	}
 	for (; p->n < n; p->n++) {
 		struct pr_input *pi = &p->in[p->n];
-		if ((rc = pr_input_load(pi, &inputs[p->n], err, errlen)) < 0 ||
-		    (rc = pr_stream_build(pi, pi->bytes, &pi->recorded, err, errlen)) < 0) {
+		if ((rc = pr_input_load(pi, &inputs[p->n], err, errlen)) < 0) {
 			p->n++;
 			goto out;
 		}
-		pi->info.peak_live = mt_request_stream_peak_live(pi->recorded);
+		pi->info.peak_live = pr_peak_live(pi, pi->bytes, NULL, &pi->peak_ts, NULL);
 		if (pi->info.size > p->in[p->ref].info.size)
 			p->ref = p->n;
 	}
@@ -332,6 +341,8 @@ void mt_predictor_free(struct mt_predictor *p)
 		pr_input_release(&p->in[i]);
 	free(p->in);
 	free(p->fit);
+	free(p->bytes);
+	free(p->scratch);
 	free(p);
 }
 

@@ -33,19 +33,21 @@ static int grow(struct pr_pairs *m)
 	}
 	for (size_t i = 0; m->mask && i <= m->mask; i++)
 		if (m->keys[i])
-			pr_pairs_put(&g, m->keys[i], m->values[i]);
+			pr_pairs_put(&g, m->keys[i], m->values[i], NULL);
 	pr_pairs_release(m);
 	*m = g;
 	return 0;
 }
 
-int pr_pairs_put(struct pr_pairs *m, uint64_t key, uint32_t value)
+int pr_pairs_put(struct pr_pairs *m, uint64_t key, uint32_t value, uint32_t *prev)
 {
 	if ((m->count + 1) * 2 > m->mask + 1 && grow(m) < 0)
 		return -ENOMEM;
 	size_t i = slot_of(m, key);
 	while (m->keys[i] && m->keys[i] != key)
 		i = (i + 1) & m->mask;
+	if (prev)
+		*prev = m->keys[i] ? m->values[i] : PR_NONE;
 	m->count += !m->keys[i];
 	m->keys[i] = key;
 	m->values[i] = value;

@@ -27,20 +27,21 @@ struct pr_pairs {
 
 /* Zeroed = empty. The key of an allocation's address in a process. */
 uint64_t pr_pairs_key(uint32_t process, uint64_t address);
-int pr_pairs_put(struct pr_pairs *m, uint64_t key, uint32_t value);
+/* Puts key -> value; *prev = the value it replaces, or PR_NONE. */
+int pr_pairs_put(struct pr_pairs *m, uint64_t key, uint32_t value, uint32_t *prev);
 /* Removes key; its value, or PR_NONE when absent. */
 uint32_t pr_pairs_take(struct pr_pairs *m, uint64_t key);
 void pr_pairs_release(struct pr_pairs *m);
 
 /* ---- input.c: one trace's request stream ----------------------------------- */
 
-/* An event of the stream, as synthesis copies it. */
+/* An event of the stream, as synthesis copies it. Requests are paired
+ * here, so synthesis gives each its own address: an alloc at an address
+ * still live ends the earlier request there with a free of its own. */
 struct pr_event {
 	uint64_t ts;
-	uint64_t address;
 	uint64_t reuse_delay; /* frees */
-	uint32_t process;
-	uint32_t request; /* the request allocated or freed */
+	uint32_t request;     /* the request allocated or freed */
 	bool is_free;
 };
 
@@ -61,7 +62,8 @@ struct pr_input {
 	/* alloc and free events in order; frees of requests never seen are left out */
 	struct pr_event *ev;
 	size_t nev;
-	struct mt_request_stream *recorded;
+	uint64_t peak_ts;                   /* when its live bytes first reach info.peak_live */
+	struct mt_request_stream *recorded; /* built on first use */
 	bool vmm; /* driver-layer memory mapped with cuMemCreate (expandable segments) */
 };
 
@@ -75,9 +77,17 @@ char *pr_input_describe(const struct pr_input *pi, size_t r, char *buf, size_t l
 /* ---- synth.c --------------------------------------------------------------- */
 
 /* The request stream of pi's events with request r at bytes[r] (0: left
- * out with its free). */
-int pr_stream_build(const struct pr_input *pi, const uint64_t *bytes,
+ * out with its free), through ev, room for pi->nev events. */
+int pr_stream_build(const struct pr_input *pi, const uint64_t *bytes, struct mt_event *ev,
                     struct mt_request_stream **out, char *err, size_t errlen);
+/* Walks pi's events with request r at bytes[r], frees counted when
+ * requested (as PyTorch's requested_bytes.all.peak and the trace format's
+ * peak count them): the peak of live bytes, the ts it is first reached and,
+ * when marked is given, the bytes of marked requests live then. */
+uint64_t pr_peak_live(const struct pr_input *pi, const uint64_t *bytes, const bool *marked,
+                      uint64_t *ts, uint64_t *marked_at_peak);
+/* Makes p->scratch hold at least n events. */
+int pr_scratch(struct mt_predictor *p, size_t n, char *err, size_t errlen);
 
 /* ---- align.c --------------------------------------------------------------- */
 
@@ -128,7 +138,12 @@ struct mt_predictor {
 	size_t n;
 	size_t ref;         /* the input with the largest size */
 	struct pr_fit *fit; /* per request of the reference */
+	uint64_t *bytes;    /* per request of the reference: the sizes of the last synthesis */
 	struct mt_predict_summary summary;
+	/* the events a synthesis hands the request stream, kept from one to the
+	 * next (fresh memory of that size costs more than the synthesis) */
+	struct mt_event *scratch;
+	size_t scratch_len;
 };
 
 #endif /* MEMTRACE_PREDICT_PRIVATE_H */

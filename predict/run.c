@@ -20,15 +20,16 @@ static int replay(const struct mt_request_stream *s, const char *policy, uint64_
 	return rc;
 }
 
-int mt_predict_at(const struct mt_predictor *p, uint64_t size, const char *const *policies,
+int mt_predict_at(struct mt_predictor *p, uint64_t size, const char *const *policies,
                   size_t npolicies, uint64_t capacity, uint64_t *peak_live,
                   struct mt_replay_result *results, char *err, size_t errlen)
 {
 	struct mt_request_stream *s = NULL;
+	uint64_t ts;
 	int rc = mt_predict_stream(p, size, &s, err, errlen);
 	if (rc < 0)
 		return rc;
-	*peak_live = mt_request_stream_peak_live(s);
+	*peak_live = pr_peak_live(&p->in[p->ref], p->bytes, NULL, &ts, NULL);
 	size_t done = 0;
 	for (; rc == 0 && done < npolicies; done++)
 		rc = replay(s, policies[done], capacity, &results[done], err, errlen);
@@ -40,7 +41,7 @@ int mt_predict_at(const struct mt_predictor *p, uint64_t size, const char *const
 }
 
 /* Whether the predicted run at size has no OOM. */
-static int fits(const struct mt_predictor *p, const char *policy, uint64_t capacity, uint64_t size,
+static int fits(struct mt_predictor *p, const char *policy, uint64_t capacity, uint64_t size,
                 bool *ok, char *err, size_t errlen)
 {
 	struct mt_request_stream *s = NULL;
@@ -57,7 +58,7 @@ static int fits(const struct mt_predictor *p, const char *policy, uint64_t capac
 	return rc;
 }
 
-int mt_predict_max_fit(const struct mt_predictor *p, const char *policy, uint64_t capacity,
+int mt_predict_max_fit(struct mt_predictor *p, const char *policy, uint64_t capacity,
                        uint64_t limit, uint64_t *size, char *err, size_t errlen)
 {
 	if (!capacity || !limit)
@@ -95,12 +96,18 @@ uint64_t mt_predict_naive(const uint64_t *sizes, const uint64_t *values, size_t 
 	return pr_fit_eval(&line, at);
 }
 
-int mt_predictor_input_reserved(const struct mt_predictor *p, const char *policy,
-                                uint64_t *reserved, char *err, size_t errlen)
+int mt_predictor_input_reserved(struct mt_predictor *p, const char *policy, uint64_t *reserved,
+                                char *err, size_t errlen)
 {
 	for (size_t i = 0; i < p->n; i++) {
+		struct pr_input *pi = &p->in[i];
 		struct mt_replay_result res;
-		int rc = replay(p->in[i].recorded, policy, 0, &res, err, errlen);
+		int rc = 0;
+		if (!pi->recorded && ((rc = pr_scratch(p, pi->nev, err, errlen)) < 0 ||
+		                      (rc = pr_stream_build(pi, pi->bytes, p->scratch,
+		                                            &pi->recorded, err, errlen)) < 0))
+			return rc;
+		rc = replay(pi->recorded, policy, 0, &res, err, errlen);
 		if (rc < 0)
 			return rc;
 		reserved[i] = res.peak_reserved;

@@ -47,6 +47,7 @@ void model_params_default(struct model_params *mp)
 		.weight = 8 * MiB,
 		.act = 2 * MiB,
 		.device_total = 80ull << 30,
+		.segment = 2ull << 30,
 		.context = 512 * MiB,
 		.outside = 500 * MiB,
 	};
@@ -60,7 +61,8 @@ static uint64_t mix(uint64_t h)
 	return h;
 }
 
-static int put(struct gen *g, unsigned kind, uint64_t address, uint64_t bytes, uint32_t site)
+static int put(struct gen *g, unsigned kind, uint64_t address, uint64_t bytes, uint32_t site,
+               unsigned layer)
 {
 	struct mt_event e;
 	memset(&e, 0, sizeof(e));
@@ -72,7 +74,7 @@ static int put(struct gen *g, unsigned kind, uint64_t address, uint64_t bytes, u
 	e.alloc.bytes = bytes;
 	e.alloc.stream = STREAM;
 	e.alloc.site = site;
-	e.alloc.layer = MT_LAYER_REQUEST;
+	e.alloc.layer = (uint8_t)layer;
 	e.alloc.api = MT_API_SYNTH;
 	return mt_writer_append(g->w, &e);
 }
@@ -82,13 +84,13 @@ static int alloc(struct gen *g, enum site site, uint64_t bytes, uint64_t *addres
 	*address = g->next_address;
 	g->next_address += 512;
 	g->live += bytes;
-	return put(g, MT_EVENT_ALLOC, *address, bytes, g->site[site]);
+	return put(g, MT_EVENT_ALLOC, *address, bytes, g->site[site], MT_LAYER_REQUEST);
 }
 
 static int release(struct gen *g, uint64_t address, uint64_t bytes)
 {
 	g->live -= bytes;
-	return put(g, MT_EVENT_FREE, address, bytes, 0);
+	return put(g, MT_EVENT_FREE, address, bytes, 0, MT_LAYER_REQUEST);
 }
 
 static int range(struct gen *g, unsigned name, uint64_t start)
@@ -113,7 +115,7 @@ static int sample(struct gen *g)
 	e.ts = g->t += 1000;
 	e.process = g->proc;
 	e.device = g->dev;
-	e.sample.process_bytes = mp->context + g->live;
+	e.sample.process_bytes = mp->context + (mp->segment ? mp->segment : g->live);
 	e.sample.used_bytes = mp->outside + e.sample.process_bytes;
 	return mt_writer_append(g->w, &e);
 }
@@ -236,6 +238,8 @@ int model_trace_write(const char *path, const struct model_params *mp, uint64_t 
 	    (rc = mt_writer_add_process(g.w, &proc, &g.proc)) == 0 &&
 	    (rc = mt_writer_add_device(g.w, &dev, &g.dev)) == 0)
 		rc = intern_all(&g);
+	if (rc == 0 && mp->segment)
+		rc = put(&g, MT_EVENT_ALLOC, 0x7e0000000000ull, mp->segment, 0, MT_LAYER_DRIVER);
 	for (unsigned l = 0; rc == 0 && l < mp->layers; l++)
 		rc = alloc(&g, SITE_WEIGHT, mp->weight, &weights[l]);
 	if (rc == 0)

@@ -13,7 +13,8 @@
  * by the alignment), a data-dependent branch taken only at one N (a block
  * of extra requests: refused) and a request whose size depends on data, not
  * on N (refused). Samples of the device memory in use give the anatomy a
- * CUDA context of `context` bytes and `outside` bytes outside the process.
+ * CUDA context of `context` bytes and `outside` bytes outside the process,
+ * beside the allocator's one driver-layer segment.
  */
 #ifndef MEMTRACE_TESTS_MODEL_TRACE_H
 #define MEMTRACE_TESTS_MODEL_TRACE_H
@@ -31,13 +32,15 @@ struct model_params {
 	uint64_t branch_at;    /* N at which a branch of 12 extra requests runs (0: never) */
 	bool data_size;        /* one request per step whose size depends on data */
 	uint64_t device_total; /* the device's total bytes */
+	uint64_t segment;      /* a driver-layer segment held throughout (0: none, then
+	                          the anatomy takes the requests as the allocator's memory) */
 	uint64_t context;      /* CUDA context and libraries, in the samples */
 	uint64_t outside;      /* memory outside the process, in the samples */
 };
 
 /* The defaults: 12 layers, 3 steps, 8 MiB weights, 2 MiB activations per
  * unit of N, no quadratic term, no workspace, no branch, an 80 GiB device
- * with 512 MiB of context and 500 MiB outside. */
+ * with a 2 GiB segment, 512 MiB of context and 500 MiB outside. */
 void model_params_default(struct model_params *mp);
 
 /* Writes the trace of the model at size n (>= 1) to path (replacing a file

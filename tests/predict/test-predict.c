@@ -187,8 +187,8 @@ static void truth(const char *name, const struct model_params *mp, uint64_t n, u
 }
 
 /* Predicted peak live and caching reserved at n equal the truth's. */
-static void check_exact(const struct mt_predictor *p, const char *name,
-                        const struct model_params *mp, uint64_t n)
+static void check_exact(struct mt_predictor *p, const char *name, const struct model_params *mp,
+                        uint64_t n)
 {
 	const char *caching = "caching";
 	struct mt_replay_result pred, real;
@@ -316,6 +316,12 @@ static void test_capacity_and_max_fit(void)
 	CHECK(s.capacity_sampled && s.device_total == mp.device_total);
 	CHECK(s.context_bytes == mp.context && s.outside_bytes == mp.outside);
 	CHECK(s.capacity == mp.device_total - mp.context - mp.outside);
+	mt_predictor_free(p);
+	/* no segments recorded: the live requests stand for the allocator's memory */
+	mp.segment = 0;
+	REQUIRE(build("fit", &mp, (uint64_t[]){ 1, 2, 4 }, 3, &p, err, sizeof(err)) == 0);
+	mt_predictor_summary(p, &s);
+	CHECK(s.context_bytes == mp.context && s.outside_bytes == mp.outside);
 	uint64_t capacity = 8ull << 30, n, live;
 	REQUIRE(mt_predict_max_fit(p, "caching", capacity, 1u << 20, &n, err, sizeof(err)) == 0);
 	CHECKF(n > 4 && n < 1000, "max fit %llu", (unsigned long long)n);
