@@ -228,19 +228,22 @@ static void test_iterations(void)
 	CHECK(mt_writer_add_process(w, &pr, &proc) == 0 && mt_writer_add_device(w, &dv, &dev) == 0);
 	CHECK(mt_writer_intern(w, "step", &step) == 0 && mt_writer_intern(w, "init", &init) == 0);
 	CHECK(mt_writer_intern(w, "forward", &forward) == 0);
-	struct mt_event e = { .kind = MT_EVENT_RANGE, .ts = 0, .process = proc };
+	struct mt_event e = { .kind = MT_EVENT_RANGE, .ts = 0, .process = proc, .device = dev };
 	e.range.end = 90;
 	e.range.name = init;
 	CHECK(mt_writer_append(w, &e) == 0);
 	for (uint64_t k = 1; k <= 5; k++) {
 		uint64_t base = 100 * k;
-		e = (struct mt_event){ .kind = MT_EVENT_RANGE, .ts = base, .process = proc };
+		e = (struct mt_event){
+			.kind = MT_EVENT_RANGE, .ts = base, .process = proc, .device = dev
+		};
 		e.range.end = base + 90;
 		e.range.name = step;
 		CHECK(mt_writer_append(w, &e) == 0);
 		for (uint64_t f = 0; f < 2; f++) {
 			e = (struct mt_event){ .kind = MT_EVENT_RANGE, .ts = base + 5 + 40 * f };
 			e.process = proc;
+			e.device = dev;
 			e.range.end = base + 40 + 40 * f;
 			e.range.name = forward;
 			e.range.depth = 1;
