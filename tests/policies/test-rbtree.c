@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "tap.h"
 #include "rbtree-private.h"
 
 #define N 600
@@ -25,6 +25,7 @@ struct item {
 	bool in;
 };
 
+static struct mt_rb_tree tree = MT_RB_TREE_INIT;
 
 static int cmp_items(const struct mt_rb_node *a, const struct mt_rb_node *b)
 {
@@ -109,41 +110,49 @@ static void check_tree(const struct mt_rb_tree *t)
 	}
 }
 
-int main(void)
+/* Random inserts and erases, checked as they go. */
+static void test_random_operations(void)
 {
-	struct mt_rb_tree t = MT_RB_TREE_INIT;
 	unsigned seq = 0;
 
-	CHECK(mt_rb_first(&t) == NULL && mt_rb_last(&t) == NULL);
-	check_tree(&t);
-	for (int round = 0; round < 4000 && failures < 20; round++) {
+	CHECK(mt_rb_first(&tree) == NULL && mt_rb_last(&tree) == NULL);
+	check_tree(&tree);
+	for (int round = 0; round < 4000 && !check_failed(); round++) {
 		struct item *it = &items[next_rand() % N];
 
 		if (it->in) {
-			mt_rb_erase(&t, &it->node);
+			mt_rb_erase(&tree, &it->node);
 			it->in = false;
 		} else {
 			it->key = (int)(next_rand() % KEYS);
 			it->seq = seq++;
-			mt_rb_insert(&t, &it->node, cmp_items);
+			mt_rb_insert(&tree, &it->node, cmp_items);
 			it->in = true;
 		}
 		if (round % 37 == 0)
-			check_tree(&t);
+			check_tree(&tree);
 		else
-			CHECK(mt_rb_check(&t, cmp_items) >= 1);
+			CHECK(mt_rb_check(&tree, cmp_items) >= 1);
 	}
-	/* drain in tree order: erasing the first node repeatedly empties it */
-	while (t.root) {
-		struct mt_rb_node *n = mt_rb_first(&t);
+}
 
-		mt_rb_erase(&t, n);
+/* Drain in tree order: erasing the first node repeatedly empties it. */
+static void test_drain(void)
+{
+	while (tree.root) {
+		struct mt_rb_node *n = mt_rb_first(&tree);
+
+		mt_rb_erase(&tree, n);
 		mt_rb_entry(n, struct item, node)->in = false;
-		CHECK(mt_rb_check(&t, cmp_items) >= 1);
+		CHECK(mt_rb_check(&tree, cmp_items) >= 1);
 	}
-	CHECK(t.count == 0);
-	check_tree(&t);
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	CHECK(tree.count == 0);
+	check_tree(&tree);
+}
+
+int main(void)
+{
+	TEST(test_random_operations);
+	TEST(test_drain);
+	return check_done();
 }

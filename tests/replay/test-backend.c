@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "addrmap-private.h"
-#include "check.h"
+#include "tap.h"
 #include "memtrace-replay.h"
 
 static struct mt_backend *sim(uint64_t capacity)
@@ -17,9 +17,7 @@ static struct mt_backend *sim(uint64_t capacity)
 	struct mt_backend *b = NULL;
 	char err[256];
 	int rc = mt_backend_create(&b, MT_BACKEND_SIM, 0, capacity, err, sizeof(err));
-	CHECK(rc == 0);
-	if (rc)
-		exit(1);
+	REQUIRE(rc == 0);
 	return b;
 }
 
@@ -170,10 +168,10 @@ static void test_addrmap(void)
 
 int main(void)
 {
-	test_create();
-	test_plain();
-	test_vmm();
-	test_pool();
-	test_addrmap();
-	return failures ? 1 : 0;
+	TEST(test_create);
+	TEST(test_plain);
+	TEST(test_vmm);
+	TEST(test_pool);
+	TEST(test_addrmap);
+	return check_done();
 }
