@@ -244,11 +244,11 @@ static void check_state(struct run *r, size_t event)
 static void step(struct run *r, size_t i)
 {
 	const struct mt_request_stream *s = r->s;
-	uint32_t c = s->events[i], q = MT_EVENT_REQUEST(c);
+	uint32_t c = s->events[i], q = RP_EVENT_REQUEST(c);
 	uint64_t stream = s->streams[s->stream[q]];
 	int rc;
 
-	if (!MT_EVENT_IS_FREE(c)) {
+	if (!RP_EVENT_IS_FREE(c)) {
 		rc = r->p->ops->alloc(r->p, s->bytes[q], stream, q, &r->addr[q]);
 		CHECKF(rc == 0 || rc == -ENOMEM, "%s: alloc error %d: %s", r->name, rc,
 		       mt_backend_message(r->b));
@@ -275,7 +275,7 @@ static void run(const struct mt_policy_ops *ops, const struct mt_request_stream 
 	REQUIRE(mt_backend_create(&r.b, MT_BACKEND_SIM, 0, capacity, err, sizeof(err)) == 0);
 	REQUIRE(mt_policy_create(&r.p, ops->name, r.b, err, sizeof(err)) == 0);
 	if (ops->flags & MT_POLICY_OFFLINE)
-		CHECK(mt_request_stream_plan(s, r.p) == 0);
+		CHECK(rp_request_stream_plan(s, r.p) == 0);
 	r.addr = calloc(s->requests, sizeof(*r.addr));
 	r.live = malloc(s->requests * sizeof(*r.live));
 	REQUIRE(r.addr && r.live);
