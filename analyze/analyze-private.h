@@ -7,10 +7,11 @@
 #include <stddef.h>
 
 #include "memtrace-analyze.h"
+#include "memtrace-common.h"
 
-/* Formats a message into err and returns rc (a negative errno). */
-int an_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+/* Formats a message into err and returns rc (a negative errno): the
+ * common helper. */
+#define an_fail mt_fail
 
 /* Makes room for item n in *p (capacity *cap items of size bytes),
  * doubling; 0 or -ENOMEM. */

@@ -3,16 +3,15 @@
  * other's file. */
 #include "config.h"
 
-#include <stdio.h>
-
 #include "backend-private.h"
+#include "memtrace-common.h"
 
 int rp_backend_fail(struct mt_backend *b, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(b->message, sizeof(b->message), fmt, ap);
+	rc = mt_vfail(b->message, sizeof(b->message), rc, fmt, ap);
 	va_end(ap);
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "policy-private.h"
 
 static int parse_value(const struct rp_param *d, const char *text)
