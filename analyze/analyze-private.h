@@ -8,10 +8,11 @@
 #include <stddef.h>
 
 #include "memtrace-analyze.h"
+#include "memtrace-common.h"
 
-/* Formats a message into err and returns rc (a negative errno). */
-int an_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+/* Formats a message into err and returns rc (a negative errno): the
+ * common helper. */
+#define an_fail mt_fail
 
 /* The reader's message (or "out of memory") into err; returns rc. */
 int an_reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen);

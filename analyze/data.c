@@ -1,28 +1,14 @@
 /* data.c — one device's data for the analyses: lifetimes of the request
  * and driver layers, samples, the NVTX ranges of the device's processes and
- * failed allocations; and the shared helpers (messages, growing arrays).
+ * failed allocations; and growing arrays, which every analyze file uses.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze-private.h"
-
-int an_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 int an_grow(void **p, size_t *cap, size_t n, size_t size)
 {
@@ -37,47 +23,6 @@ int an_grow(void **p, size_t *cap, size_t n, size_t size)
 		return -ENOMEM;
 	*p = q;
 	*cap = c;
-	return 0;
-}
-
-int an_reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
-{
-	if (rc == -ENOMEM)
-		return an_fail(err, errlen, rc, "out of memory");
-	return an_fail(err, errlen, rc, "%s", mt_reader_message(r));
-}
-
-int an_device_stats(struct mt_reader *r, uint32_t device,
-                    struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1])
-{
-	struct mt_query q = { .device = device };
-
-	return mt_reader_kind_stats(r, &q, st);
-}
-
-int mt_analyze_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1)
-{
-	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
-	int rc = an_device_stats(r, device, st);
-	unsigned k;
-
-	*t0 = UINT64_MAX;
-	*t1 = 0;
-	if (rc < 0)
-		return rc;
-	for (k = 1; k <= MT_EVENT_KIND_MAX; k++) {
-		bool activity =
-		        k == MT_EVENT_KERNEL || k == MT_EVENT_MEMCPY || k == MT_EVENT_MEMSET;
-
-		if (!st[k].events)
-			continue;
-		if (!activity && st[k].first_ts < *t0)
-			*t0 = st[k].first_ts;
-		if (st[k].last_ts > *t1)
-			*t1 = st[k].last_ts;
-	}
-	if (*t0 == UINT64_MAX)
-		*t0 = *t1;
 	return 0;
 }
 

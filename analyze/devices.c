@@ -10,6 +10,21 @@
 
 #include "analyze-private.h"
 
+int an_reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
+{
+	if (rc == -ENOMEM)
+		return an_fail(err, errlen, rc, "out of memory");
+	return an_fail(err, errlen, rc, "%s", mt_reader_message(r));
+}
+
+int an_device_stats(struct mt_reader *r, uint32_t device,
+                    struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1])
+{
+	struct mt_query q = { .device = device };
+
+	return mt_reader_kind_stats(r, &q, st);
+}
+
 int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen)
 {
 	size_t count = mt_reader_device_count(r), i, m = 0;
@@ -59,4 +74,30 @@ char *mt_analyze_device_label(const struct mt_device *dev, char *buf, size_t len
 {
 	snprintf(buf, len, "device %u", dev->ordinal);
 	return buf;
+}
+
+int mt_analyze_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1)
+{
+	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+	int rc = an_device_stats(r, device, st);
+	unsigned k;
+
+	*t0 = UINT64_MAX;
+	*t1 = 0;
+	if (rc < 0)
+		return rc;
+	for (k = 1; k <= MT_EVENT_KIND_MAX; k++) {
+		bool activity =
+		        k == MT_EVENT_KERNEL || k == MT_EVENT_MEMCPY || k == MT_EVENT_MEMSET;
+
+		if (!st[k].events)
+			continue;
+		if (!activity && st[k].first_ts < *t0)
+			*t0 = st[k].first_ts;
+		if (st[k].last_ts > *t1)
+			*t1 = st[k].last_ts;
+	}
+	if (*t0 == UINT64_MAX)
+		*t0 = *t1;
+	return 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyze-private.h"
+#include "memtrace-common.h"
 
 static bool live_then(const struct mt_lifetime *l, const void *data)
 {

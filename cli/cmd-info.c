@@ -13,6 +13,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-common.h"
 
 #define CMD "info"
 

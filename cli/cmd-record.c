@@ -8,6 +8,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-common.h"
 #include "memtrace-recorder.h"
 
 static const char usage_text[] =

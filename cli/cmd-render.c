@@ -32,14 +32,14 @@ static const char *views_using(unsigned uses, char *buf, size_t len)
 	return buf;
 }
 
-/* The views' names, "a|b|c" into buf. */
-static const char *view_names(char *buf, size_t len)
+/* The views' names joined by sep ("a|b|c") into buf. */
+static const char *view_names(const char *sep, char *buf, size_t len)
 {
 	size_t i, n = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < mt_view_count() && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "|" : "", mt_view_at(i)->name);
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? sep : "", mt_view_at(i)->name);
 	return buf;
 }
 
@@ -56,7 +56,7 @@ static void usage(FILE *out)
 	        "\n"
 	        "Options:\n"
 	        "  --view %s\n",
-	        mt_view_at(0)->name, mt_view_at(0)->name, view_names(names, sizeof(names)));
+	        mt_view_at(0)->name, mt_view_at(0)->name, view_names("|", names, sizeof(names)));
 	for (i = 0; i < mt_view_count(); i++) {
 		const struct mt_view_info *v = mt_view_at(i);
 		const char *line = v->summary;
@@ -192,7 +192,8 @@ int cli_cmd_render(int argc, char **argv)
 		case 'v':
 			if (!mt_view_find(optarg))
 				return cli_usage_error(CMD, "--view: unknown view '%s' (%s)",
-				                       optarg, view_names(names, sizeof(names)));
+				                       optarg,
+				                       view_names(", ", names, sizeof(names)));
 			o.view = optarg;
 			break;
 		case 'l':

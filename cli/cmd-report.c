@@ -15,6 +15,7 @@
 #include "cli-util.h"
 #include "commands.h"
 #include "memtrace-analyze.h"
+#include "memtrace-common.h"
 
 #define CMD "report"
 /* traces with more events than this show progress on a terminal */

@@ -1,4 +1,4 @@
-/* memtrace synth — writes a synthetic trace (format/synth.c) for tests,
+/* memtrace synth — writes a synthetic trace (synth/synth.c) for tests,
  * benchmarks and trying the other commands without a GPU. */
 #include "config.h"
 
@@ -9,6 +9,8 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-common.h"
+#include "memtrace-synth.h"
 
 #define CMD "synth"
 

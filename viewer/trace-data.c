@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "viewer-private.h"
 
 static int reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "viewer-private.h"
 
 #define MAX_SERIES 16

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "viewer-private.h"
 
 /* Bands drawn individually; the rest are merged (memory_viz merges beyond

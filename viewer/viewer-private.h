@@ -13,13 +13,14 @@
 #include <cairo.h>
 
 #include "memtrace-analyze.h"
+#include "memtrace-common.h"
 #include "memtrace-format.h"
 #include "memtrace-replay.h"
 #include "memtrace-viewer.h"
 
-/* Formats a message into err and returns rc (a negative errno). */
-int vw_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+/* Formats a message into err and returns rc (a negative errno): the
+ * common helper. */
+#define vw_fail mt_fail
 
 /* ---- palette.c ------------------------------------------------------------ */
 

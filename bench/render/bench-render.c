@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "memtrace-synth.h"
 #include "viewer-private.h"
 
 #define RUNS 3
