@@ -27,16 +27,16 @@ int an_sort_timed(struct an_timed *v, size_t n);
 /* ranges.c: the sweep over allocations, frees and ranges that gives each
  * live lifetime its innermost range (rep->range_of) and the per-name table
  * (rep->ranges). */
-int an_ranges_sweep(struct mt_device_report *rep, const struct mt_report_options *opt, char *err,
+int an_ranges_sweep(struct mt_report *rep, const struct mt_report_options *opt, char *err,
                     size_t errlen);
 
 /* top.c: the n largest lifetimes of rep's live layer that pass keep(l, data),
  * descending by bytes (ties: earlier first), with their ranges. */
-size_t an_largest(const struct mt_device_report *rep,
+size_t an_largest(const struct mt_report *rep,
                   bool (*keep)(const struct mt_lifetime *l, const void *data), const void *data,
                   struct mt_report_alloc *out, size_t n);
 
 /* oom.c: saved replays of the device and each failed allocation explained. */
-int an_ooms(struct mt_device_report *rep, char *err, size_t errlen);
+int an_ooms(struct mt_report *rep, char *err, size_t errlen);
 
 #endif

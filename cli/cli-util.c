@@ -240,6 +240,14 @@ void cli_progress_update(struct cli_progress *p, uint64_t done)
 	fflush(stderr);
 }
 
+void cli_progress_callback(void *arg, uint64_t done, uint64_t total)
+{
+	struct cli_progress *p = arg;
+
+	p->total = total;
+	cli_progress_update(p, done);
+}
+
 void cli_progress_done(struct cli_progress *p)
 {
 	if (p->enabled && p->last_draw_ns)
