@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli-util.h"
+#include "memtrace-common.h"
 #include "memtrace-replay.h"
 
 static void vprint_line(const char *cmd, const char *suffix, const char *fmt, va_list ap)
@@ -238,6 +239,14 @@ void cli_progress_update(struct cli_progress *p, uint64_t done)
 	else
 		fprintf(stderr, "\r%s: %" PRIu64, p->what, done);
 	fflush(stderr);
+}
+
+void cli_progress_callback(void *arg, uint64_t done, uint64_t total)
+{
+	struct cli_progress *p = arg;
+
+	p->total = total;
+	cli_progress_update(p, done);
 }
 
 void cli_progress_done(struct cli_progress *p)

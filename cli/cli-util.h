@@ -85,6 +85,9 @@ struct cli_progress {
 void cli_progress_start(struct cli_progress *p, const char *what, uint64_t total);
 void cli_progress_update(struct cli_progress *p, uint64_t done);
 void cli_progress_done(struct cli_progress *p);
+/* The same as a library's progress callback: arg is a started
+ * struct cli_progress; total replaces its total. */
+void cli_progress_callback(void *arg, uint64_t done, uint64_t total);
 
 /* The longest policy spec ("NAME:key=value,...") a command keeps. */
 #define CLI_POLICY_SPEC 128

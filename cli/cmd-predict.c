@@ -12,6 +12,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-common.h"
 #include "memtrace-predict.h"
 
 #define CMD "predict"
@@ -367,7 +368,7 @@ static void print_table(const struct args *a, uint64_t capacity, const struct ta
 	}
 }
 
-int mt_cmd_predict(int argc, char **argv)
+int cli_cmd_predict(int argc, char **argv)
 {
 	static struct args a;
 	const char *policy_arg = NULL;

@@ -42,7 +42,7 @@ int pr_capacity(struct mt_predictor *p, char *err, size_t errlen)
 	free(live);
 	free(samples);
 	if (rc < 0)
-		return pr_fail(err, errlen, rc, "%s: the anatomy: %s", ref->name,
+		return mt_fail(err, errlen, rc, "%s: the anatomy: %s", ref->name,
 		               rc == -ENOMEM ? "out of memory" : mt_reader_message(ref->reader));
 	s->capacity_sampled = st[MT_EVENT_SAMPLE].events && a.available;
 	if (s->capacity_sampled) {

@@ -57,7 +57,7 @@ static int diverge(const struct pr_input *a, size_t ia, const struct pr_input *b
                    const char *why, char *err, size_t errlen)
 {
 	char da[512], db[512];
-	return pr_fail(err, errlen, -EDOM,
+	return mt_fail(err, errlen, -EDOM,
 	               "cannot predict: the inputs diverge (%s): %s (N=%llu) at %s, %s (N=%llu) "
 	               "at %s",
 	               why, a->name, (unsigned long long)a->info.size,
@@ -75,14 +75,14 @@ static int link_pair(struct build *b, size_t t, char *err, size_t errlen)
 	b->up[t] = malloc((lo->nreq ? lo->nreq : 1) * sizeof(uint32_t));
 	b->down[t] = malloc((hi->nreq ? hi->nreq : 1) * sizeof(uint32_t));
 	if (!b->up[t] || !b->down[t])
-		return pr_fail(err, errlen, -ENOMEM, "out of memory");
+		return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	int rc = pr_link(lo, hi, below ? input_at(b, t - 1) : NULL, below ? b->down[t - 1] : NULL,
 	                 above ? input_at(b, t + 2) : NULL, above ? b->up[t + 1] : NULL,
 	                 MAX_DIFFERENCES, b->up[t], b->down[t]);
 	if (rc == -EDOM)
 		return diverge(hi, 0, lo, 0, "more than 4096 requests differ", err, errlen);
 	if (rc < 0)
-		return pr_fail(err, errlen, rc, "aligning %s and %s: out of memory", lo->name,
+		return mt_fail(err, errlen, rc, "aligning %s and %s: out of memory", lo->name,
 		               hi->name);
 	b->linked[t] = true;
 	return 0;
@@ -242,7 +242,7 @@ static int check_monotone(const struct build *b, char *err, size_t errlen)
 		free(ma);
 		free(mb);
 		if (rc == -ENOMEM)
-			return pr_fail(err, errlen, rc, "out of memory");
+			return mt_fail(err, errlen, rc, "out of memory");
 		if (rc < 0 || 4 * direct >= around)
 			continue;
 		size_t i = 0;
@@ -278,7 +278,7 @@ static int check_unmatched(const struct build *b, char *err, size_t errlen)
 			uint64_t ts, at_peak;
 			size_t first = PR_NONE;
 			if (!marked)
-				return pr_fail(err, errlen, -ENOMEM, "out of memory");
+				return mt_fail(err, errlen, -ENOMEM, "out of memory");
 			for (size_t i = 0; i < in->nreq; i++) {
 				marked[i] = m[i] == PR_NONE;
 				if (marked[i] && first == PR_NONE)
@@ -317,7 +317,7 @@ static int check_inconsistent(struct build *b, char *err, size_t errlen)
 	size_t worst = PR_NONE;
 	uint64_t ts, at_peak;
 	if (!marked)
-		return pr_fail(err, errlen, -ENOMEM, "out of memory");
+		return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	for (size_t r = 0; r < ref->nreq; r++) {
 		marked[r] = b->fitted[r] < b->reached[r];
 		if (marked[r] && (worst == PR_NONE || ref->bytes[r] > ref->bytes[worst]))
@@ -401,7 +401,7 @@ static int infer_alone(struct build *b, char *err, size_t errlen)
 	if (!idx || !fitted) {
 		free(idx);
 		free(fitted);
-		return pr_fail(err, errlen, -ENOMEM, "out of memory");
+		return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	for (size_t r = 0; r < ref->nreq; r++)
 		idx[r] = (uint32_t)r;
@@ -456,16 +456,16 @@ static void count_fits(struct build *b)
 static int check_inputs(const struct mt_predict_input *in, size_t n, char *err, size_t errlen)
 {
 	if (n < 2)
-		return pr_fail(err, errlen, -EINVAL, "at least two inputs are needed");
+		return mt_fail(err, errlen, -EINVAL, "at least two inputs are needed");
 	if (n > 255)
-		return pr_fail(err, errlen, -EINVAL, "at most 255 inputs");
+		return mt_fail(err, errlen, -EINVAL, "at most 255 inputs");
 	for (size_t i = 0; i < n; i++) {
 		if (!in[i].reader || !in[i].size)
-			return pr_fail(err, errlen, -EINVAL, "%s: the size must be at least 1",
+			return mt_fail(err, errlen, -EINVAL, "%s: the size must be at least 1",
 			               in[i].name ? in[i].name : "input");
 		for (size_t j = 0; j < i; j++)
 			if (in[j].size == in[i].size)
-				return pr_fail(err, errlen, -EINVAL,
+				return mt_fail(err, errlen, -EINVAL,
 				               "%s and %s: two inputs at N=%llu; sizes must differ",
 				               in[j].name, in[i].name,
 				               (unsigned long long)in[i].size);
@@ -495,7 +495,7 @@ static int model(struct build *b, char *err, size_t errlen)
 	b->linked = calloc(n, sizeof(bool));
 	if (!b->order || !b->down || !b->up || !b->chain || !b->points || !b->consistent ||
 	    !b->linked)
-		return pr_fail(err, errlen, -ENOMEM, "out of memory");
+		return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		b->order[i] = i;
 	sort_inputs = p->in;
@@ -504,11 +504,11 @@ static int model(struct build *b, char *err, size_t errlen)
 	nref = p->in[p->ref].nreq;
 	for (size_t t = 0; t < n; t++)
 		if (!(b->chain[t] = malloc((nref ? nref : 1) * sizeof(uint32_t))))
-			return pr_fail(err, errlen, -ENOMEM, "out of memory");
+			return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	if (!(p->fit = malloc((nref ? nref : 1) * sizeof(*p->fit))) ||
 	    !(p->bytes = malloc((nref ? nref : 1) * sizeof(*p->bytes))) ||
 	    !(b->fitted = malloc(nref ? nref : 1)) || !(b->reached = malloc(nref ? nref : 1)))
-		return pr_fail(err, errlen, -ENOMEM, "out of memory");
+		return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	int rc = align_pairs(b, err, errlen);
 	if (rc < 0)
 		return rc;
@@ -553,7 +553,7 @@ int mt_predictor_build(struct mt_predictor **out, const struct mt_predict_input 
 	struct build b = { .p = p };
 	if (!p || !(p->in = calloc(n, sizeof(*p->in)))) {
 		free(p);
-		return pr_fail(err, errlen, -ENOMEM, "out of memory");
+		return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	for (; rc == 0 && p->n < n; p->n++) {
 		struct pr_input *pi = &p->in[p->n];

@@ -9,13 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memtrace-common.h"
 #include "memtrace-predict.h"
 
 #define PR_NONE UINT32_MAX
-
-/* Writes a one-line message into err and returns rc. */
-int pr_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
 
 /* ---- pairs.c: (process, address) -> request ------------------------------- */
 

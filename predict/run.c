@@ -73,7 +73,7 @@ int mt_predict_max_fit(struct mt_predictor *p, const char *policy, uint64_t capa
 {
 	enum { MAX_SCAN = 64 };
 	if (!capacity || !limit)
-		return pr_fail(err, errlen, -EINVAL, "the capacity and the limit must be > 0");
+		return mt_fail(err, errlen, -EINVAL, "the capacity and the limit must be > 0");
 	/* the live bytes alone grow with N: the smallest N they do not fit in
 	 * bounds every N that fits (hi = limit + 1: none up to the limit) */
 	uint64_t lo = 0, hi = p->in[p->ref].info.size;
