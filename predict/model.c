@@ -349,19 +349,16 @@ static int check_inconsistent(struct build *b, char *err, size_t errlen)
 
 /* ---- requests of the reference alone ------------------------------------------------ */
 
-static const uint64_t *sort_bytes;
-static const struct pr_fit *sort_fits;
-
-static int by_bytes(const void *x, const void *y)
+static int by_bytes(const void *x, const void *y, void *bytes)
 {
-	uint64_t a = sort_bytes[*(const uint32_t *)x], b = sort_bytes[*(const uint32_t *)y];
+	const uint64_t *v = bytes;
+	uint64_t a = v[*(const uint32_t *)x], b = v[*(const uint32_t *)y];
 	return (a > b) - (a < b);
 }
 
-static int by_fit(const void *x, const void *y)
+static int by_fit(const void *x, const void *y, void *fits)
 {
-	const struct pr_fit *a = &sort_fits[*(const uint32_t *)x],
-	                    *b = &sort_fits[*(const uint32_t *)y];
+	const struct pr_fit *f = fits, *a = &f[*(const uint32_t *)x], *b = &f[*(const uint32_t *)y];
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
 	if (a->c2 != b->c2)
@@ -376,10 +373,9 @@ static uint32_t most_frequent_fit(uint32_t *idx, size_t n, const struct pr_fit *
 {
 	uint32_t best = PR_NONE;
 	size_t best_run = 0;
-	sort_fits = fit;
-	qsort(idx, n, sizeof(uint32_t), by_fit);
+	qsort_r(idx, n, sizeof(uint32_t), by_fit, (void *)fit);
 	for (size_t s = 0, e; s < n; s = e) {
-		for (e = s; e < n && !by_fit(&idx[s], &idx[e]); e++)
+		for (e = s; e < n && !by_fit(&idx[s], &idx[e], (void *)fit); e++)
 			;
 		if (e - s > best_run) {
 			best_run = e - s;
@@ -405,8 +401,7 @@ static int infer_alone(struct build *b, char *err, size_t errlen)
 	}
 	for (size_t r = 0; r < ref->nreq; r++)
 		idx[r] = (uint32_t)r;
-	sort_bytes = ref->bytes;
-	qsort(idx, ref->nreq, sizeof(uint32_t), by_bytes);
+	qsort_r(idx, ref->nreq, sizeof(uint32_t), by_bytes, ref->bytes);
 	for (size_t s = 0, e; s < ref->nreq; s = e) {
 		size_t alone = 0, nfitted = 0;
 		for (e = s; e < ref->nreq && ref->bytes[idx[e]] == ref->bytes[idx[s]]; e++) {
@@ -473,12 +468,10 @@ static int check_inputs(const struct mt_predict_input *in, size_t n, char *err, 
 	return 0;
 }
 
-static const struct pr_input *sort_inputs;
-
-static int by_size(const void *x, const void *y)
+static int by_size(const void *x, const void *y, void *inputs)
 {
-	uint64_t a = sort_inputs[*(const size_t *)x].info.size,
-	         b = sort_inputs[*(const size_t *)y].info.size;
+	const struct pr_input *in = inputs;
+	uint64_t a = in[*(const size_t *)x].info.size, b = in[*(const size_t *)y].info.size;
 	return (a > b) - (a < b);
 }
 
@@ -498,8 +491,7 @@ static int model(struct build *b, char *err, size_t errlen)
 		return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		b->order[i] = i;
-	sort_inputs = p->in;
-	qsort(b->order, n, sizeof(size_t), by_size);
+	qsort_r(b->order, n, sizeof(size_t), by_size, p->in);
 	p->ref = b->order[n - 1];
 	nref = p->in[p->ref].nreq;
 	for (size_t t = 0; t < n; t++)
