@@ -132,7 +132,8 @@ static int step(struct gen *g, unsigned s, uint64_t *weight_grads, uint64_t *ada
 	int rc = 0;
 	for (unsigned l = 0; rc == 0 && l < L; l++) {
 		if (mp->workspace_at == n && l == 0 && s == 0)
-			rc = alloc(g, SITE_WORKSPACE, 4 * MiB, &tmp); /* kept, as cuBLAS keeps it */
+			rc = alloc(g, SITE_WORKSPACE, 4 * MiB + 512,
+			           &tmp); /* kept, as cuBLAS keeps it */
 		if (rc == 0)
 			rc = alloc(g, SITE_ACT, act_bytes, &act[l]);
 		if (rc == 0 && (rc = alloc(g, SITE_TMP, act_bytes / 2, &tmp)) == 0)
@@ -144,12 +145,9 @@ static int step(struct gen *g, unsigned s, uint64_t *weight_grads, uint64_t *ada
 			data_bytes = act_bytes * (30 + mix(n * 131 + s) % 71) / 100;
 			rc = alloc(g, SITE_DATA, data_bytes, &data);
 		}
-		if (rc == 0 && mp->branch_at == n && l == L / 2) {
+		if (rc == 0 && mp->branch_at == n && l == L / 2)
 			for (unsigned k = 0; rc == 0 && k < BRANCH_REQUESTS; k++)
 				rc = alloc(g, SITE_BRANCH + k, act_bytes / 4, &branch[k]);
-			for (unsigned k = 0; rc == 0 && k < BRANCH_REQUESTS; k++)
-				rc = release(g, branch[k], act_bytes / 4);
-		}
 	}
 	if (rc == 0 && (rc = range(g, 0, start)) == 0)
 		rc = sample(g);
@@ -165,6 +163,9 @@ static int step(struct gen *g, unsigned s, uint64_t *weight_grads, uint64_t *ada
 			rc = release(g, act[l], act_bytes);
 		if (rc == 0 && l == 0 && data)
 			rc = release(g, data, data_bytes);
+		if (mp->branch_at == n && l == L / 2) /* the branch's activations */
+			for (unsigned k = 0; rc == 0 && k < BRANCH_REQUESTS; k++)
+				rc = release(g, branch[k], act_bytes / 4);
 		if (rc == 0 && s == 0)
 			rc = alloc(g, SITE_GRAD_WEIGHT, mp->weight, &weight_grads[l]);
 		if (rc == 0)

@@ -11,8 +11,8 @@
  * backward frees them in reverse with gradients of the same sizes. Options
  * add what a real run has: a workspace allocated only at one N (tolerated
  * by the alignment), a data-dependent branch taken only at one N (a block
- * of extra requests: refused) and a request whose size depends on data, not
- * on N (refused). Samples of the device memory in use give the anatomy a
+ * of extra activations kept for backward: refused) and a request whose size
+ * depends on data, not on N (refused). Samples of the device memory in use give the anatomy a
  * CUDA context of `context` bytes and `outside` bytes outside the process,
  * beside the allocator's one driver-layer segment.
  */
@@ -28,7 +28,7 @@ struct model_params {
 	uint64_t weight;       /* bytes of each layer's weight */
 	uint64_t act;          /* bytes per unit of N of an activation */
 	uint64_t quad;         /* bytes per N^2 of attention scores (0: none) */
-	uint64_t workspace_at; /* N at which a 4 MiB workspace is taken in forward (0: never) */
+	uint64_t workspace_at; /* N at which a workspace (4 MiB) is taken in forward (0: never) */
 	uint64_t branch_at;    /* N at which a branch of 12 extra requests runs (0: never) */
 	bool data_size;        /* one request per step whose size depends on data */
 	uint64_t device_total; /* the device's total bytes */
