@@ -1,9 +1,10 @@
 /* inject-device.c — what the recorder asks the driver and NVML directly:
  * device rows (name, uuid, total memory, driver and CUDA versions), free
- * memory at an allocation failure, stream ids, and the periodic samples of
- * device memory in use. NVML (libnvidia-ml.so.1) gives what nvidia-smi
- * shows; without it cuMemGetInfo of the current context stands in. Both
- * libraries are loaded with dlopen: the injection library links neither.
+ * memory at an allocation failure, stream ids, and the device memory in use
+ * (inject-sample.c makes the readings). NVML (libnvidia-ml.so.1) gives what
+ * nvidia-smi shows; without it cuMemGetInfo of the current context stands
+ * in. Both libraries are loaded with dlopen: the injection library links
+ * neither.
  */
 #include "config.h"
 
@@ -179,33 +180,34 @@ static uint64_t process_bytes(nvml_device_t dev)
 	return 0;
 }
 
-void mt_device_sample(void)
+uint64_t mt_device_seen(void)
 {
-	uint64_t mask = __atomic_load_n(&lib.seen_mask, __ATOMIC_RELAXED);
-	struct mt_event ev = { 0 };
+	return __atomic_load_n(&lib.seen_mask, __ATOMIC_RELAXED);
+}
+
+int mt_device_usage(unsigned ordinal, uint64_t *used, uint64_t *process)
+{
+	struct nvml_memory m;
 
 	pthread_once(&lib.once, load);
-	ev.kind = MT_EVENT_SAMPLE;
-	for (unsigned o = 0; mask && o < 64; o++) {
-		struct nvml_memory m;
-		if (!(mask & (1ull << o)))
-			continue;
-		ev.ts = mt_inject_now();
-		ev.device = o;
-		if (lib.nvml_ok && lib.nvml_dev[o] && lib.nvml_memory(lib.nvml_dev[o], &m) == 0) {
-			ev.sample.used_bytes = m.used;
-			ev.sample.process_bytes = process_bytes(lib.nvml_dev[o]);
-		} else if (o == 0) {
-			/* No NVML: the sampling thread has no context of its own;
-			 * cuMemGetInfo needs one, so this works only where the
-			 * program made its context current on every thread. */
-			size_t free_b = 0, total = 0;
-			if (!lib.mem_get_info || lib.mem_get_info(&free_b, &total) != CUDA_SUCCESS)
-				continue;
-			ev.sample.used_bytes = total - free_b;
-		} else {
-			continue;
-		}
-		mt_sink_push(&ev);
+	*used = *process = 0;
+	if (ordinal >= MT_INJECT_MAX_DEVICES)
+		return -1;
+	if (lib.nvml_ok && lib.nvml_dev[ordinal] &&
+	    lib.nvml_memory(lib.nvml_dev[ordinal], &m) == 0) {
+		*used = m.used;
+		*process = process_bytes(lib.nvml_dev[ordinal]);
+		return 0;
 	}
+	if (ordinal == 0) {
+		/* No NVML: the sampling thread has no context of its own;
+		 * cuMemGetInfo needs one, so this works only where the
+		 * program made its context current on every thread. */
+		size_t free_b = 0, total = 0;
+		if (!lib.mem_get_info || lib.mem_get_info(&free_b, &total) != CUDA_SUCCESS)
+			return -1;
+		*used = total - free_b;
+		return 0;
+	}
+	return -1;
 }

@@ -8,6 +8,13 @@
  * and flushes every ~200 ms, and the CUPTI subscriber. Nothing here
  * may harm the host program: every failure becomes one warning line on
  * stderr (mt_inject_warn) and the recorder goes quiet.
+ *
+ * The files use each other one way only (tools/include-graph checks it):
+ * the state at the bottom; the device queries, then the sink (the writer
+ * and the queue) above it; the producers (CUPTI's records and callbacks,
+ * the PyTorch events, call sites, samples) above the sink; the flushing
+ * thread (inject-flush.c), which drives them all, at the top; the entry
+ * point (inject.c) starts it.
  */
 #ifndef MEMTRACE_INJECT_PRIVATE_H
 #define MEMTRACE_INJECT_PRIVATE_H
@@ -58,6 +65,8 @@ struct mt_inject {
 
 extern struct mt_inject mt_inject_state;
 
+/* ---- state (inject-state.c): the bottom, used by every other file ---- */
+
 /* Prints "memtrace: MESSAGE; the program runs on without recording" once per
  * process and disables recording. Safe from any thread, not from a signal
  * handler. */
@@ -66,7 +75,11 @@ void mt_inject_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Nanoseconds on CUPTI's clock (cuptiGetTimestamp). */
 uint64_t mt_inject_now(void);
 
-/* ---- sink (inject-sink.c) ---- */
+/* Whether this process records: recording enabled, and this is the process
+ * that opened the writer (not a child forked from it). */
+bool mt_inject_mine(void);
+
+/* ---- sink (inject-sink.c): the trace, the writer and the queue ---- */
 
 /* Opens the trace named by MEMTRACE_OUTPUT ('%p' becomes the pid), adds this
  * process's row and the run's meta. Returns 0 or -errno (after warning). */
@@ -78,17 +91,21 @@ void mt_sink_append_locked(struct mt_event *ev);
 void mt_sink_push(const struct mt_event *ev);
 /* Interns a string; writer_lock held. 0 on failure. */
 uint32_t mt_sink_intern_locked(const char *s);
-/* Takes CUPTI's buffers, drains them and the queue and commits chunks.
- * `forced` takes every buffer, also those holding records of work still
- * running (which come back without times, meta untimed_records); otherwise
- * only buffers whose records are complete. */
-void mt_sink_flush(bool forced);
-/* Final flush at exit: closes open ranges, writes meta (dropped records). */
-void mt_sink_close(void);
-/* Starts the sampling/flushing thread and the exit, signal and fork hooks. */
-int mt_sink_start_thread(void);
 /* Sets a meta key (writer_lock taken inside). */
 void mt_sink_set_meta(const char *key, const char *value);
+/* Moves the queue into the writer and commits what the writer buffers;
+ * writer_lock held. */
+void mt_sink_commit_locked(void);
+/* Adds this process's counts (dropped and untimed records) to the meta,
+ * stops recording and closes the writer; writer_lock held. */
+void mt_sink_close_locked(void);
+
+/* ---- lifecycle (inject-flush.c): the top, drives every producer ---- */
+
+/* Starts the sampling/flushing thread and the exit, signal and fork hooks.
+ * Each flush takes CUPTI's buffers, drains them, the PyTorch events and the
+ * queue, and commits chunks. */
+int mt_flush_start(void);
 
 /* ---- CUPTI (inject-activity.c, inject-callbacks.c) ---- */
 
@@ -121,8 +138,17 @@ bool mt_callbacks_memory_changed(void);
 uint32_t mt_device_row_locked(unsigned ordinal);
 /* Free device memory of the current context, or UINT64_MAX if unknown. */
 uint64_t mt_device_free_bytes(void);
-/* Appends a sample event for each device in use (NVML, else cuMemGetInfo). */
-void mt_device_sample(void);
+/* The CUDA ordinals with a device row, bit per ordinal < 64. */
+uint64_t mt_device_seen(void);
+/* The device memory in use on a device (NVML: all processes, and this
+ * process's own; else cuMemGetInfo of the current context on ordinal 0,
+ * process 0). Returns 0, or -1 when neither can tell. */
+int mt_device_usage(unsigned ordinal, uint64_t *used, uint64_t *process);
+
+/* ---- device-memory readings (inject-sample.c) ---- */
+
+/* Queues a sample event for each device in use (mt_device_usage). */
+void mt_sample_devices(void);
 /* CUPTI's id for a stream handle (0 = the current context's default). */
 uint32_t mt_device_stream_id(uint64_t stream);
 

@@ -3,48 +3,19 @@
  * CUDA calls InitializeInjection() from cuInit when CUDA_INJECTION64_PATH
  * names this library (documented with CUPTI's "injection" sample). We open
  * the trace, subscribe the allocation callbacks, enable the activity kinds
- * and start the flushing thread. Every failure is reported once and the
- * program runs on unrecorded; InitializeInjection always returns 1 so that
- * CUDA never fails because of us.
+ * and start the flushing thread (inject-flush.c). Every failure is reported
+ * once and the program runs on unrecorded; InitializeInjection always
+ * returns 1 so that CUDA never fails because of us.
  */
 #include "config.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cupti.h>
 
 #include "inject-private.h"
-
-struct mt_inject mt_inject_state = {
-	.writer_lock = PTHREAD_MUTEX_INITIALIZER,
-	.queue_lock = PTHREAD_MUTEX_INITIALIZER,
-};
-
-void mt_inject_warn(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	atomic_store(&mt_inject_state.enabled, false);
-	if (atomic_exchange(&mt_inject_state.warned, true))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "memtrace: %s; the program runs on without recording\n", msg);
-}
-
-uint64_t mt_inject_now(void)
-{
-	uint64_t ts = 0;
-
-	cuptiGetTimestamp(&ts);
-	return ts;
-}
 
 static unsigned env_unsigned(const char *name, unsigned fallback)
 {
@@ -107,6 +78,6 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	}
 	if (mt_activity_start(in->kernels) < 0)
 		return 1;
-	mt_sink_start_thread();
+	mt_flush_start();
 	return 1;
 }
