@@ -26,9 +26,9 @@ static struct sigaction previous_actions[N_SIGNALS];
 /* Everything the producers hold, into the trace; writer_lock held. */
 static void commit_locked(void)
 {
-	mt_inject_state.dropped += mt_activity_drain_locked();
-	mt_torch_drain();
-	mt_sink_commit_locked();
+	rec_state.dropped += rec_activity_drain_locked();
+	rec_torch_drain();
+	rec_sink_commit_locked();
 }
 
 /* A forced CUPTI flush hands over every buffer, with the records of kernels
@@ -42,21 +42,21 @@ static void commit_locked(void)
  * otherwise. */
 static void flush(bool forced)
 {
-	if (!mt_inject_mine())
+	if (!rec_mine())
 		return;
 	cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-	pthread_mutex_lock(&mt_inject_state.writer_lock);
+	pthread_mutex_lock(&rec_state.writer_lock);
 	commit_locked();
-	pthread_mutex_unlock(&mt_inject_state.writer_lock);
+	pthread_mutex_unlock(&rec_state.writer_lock);
 }
 
 /* The last flush, at exit: joins the thread, closes what is still open
  * and closes the trace. */
 static void close_trace(void)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 
-	if (!mt_inject_mine())
+	if (!rec_mine())
 		return;
 	atomic_store(&in->stopping, true);
 	if (in->thread_started) {
@@ -64,11 +64,11 @@ static void close_trace(void)
 		in->thread_started = false;
 	}
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	mt_torch_close();
+	rec_torch_close();
 	pthread_mutex_lock(&in->writer_lock);
-	mt_activity_close_ranges_locked();
+	rec_activity_close_ranges_locked();
 	commit_locked();
-	mt_sink_close_locked();
+	rec_sink_close_locked();
 	pthread_mutex_unlock(&in->writer_lock);
 }
 
@@ -84,7 +84,7 @@ static atomic_int flush_request; /* 1 = asked by a signal handler, 2 = done */
 
 static void *flush_thread(void *arg)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 	uint64_t last_flush = mono_ns(), last_sample = 0;
 	uint64_t sample_ns = (uint64_t)in->sample_ms * 1000000ull;
 	sigset_t all;
@@ -94,19 +94,19 @@ static void *flush_thread(void *arg)
 	/* Signals are the program's business, not this thread's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	while (!atomic_load(&in->stopping) && mt_inject_mine()) {
+	while (!atomic_load(&in->stopping) && rec_mine()) {
 		struct timespec d = { 0, 5 * 1000000L };
 		uint64_t now;
 
 		nanosleep(&d, NULL);
 		now = mono_ns();
 		if (sample_ns && now - last_sample >= sample_ns) {
-			mt_sample_devices();
+			rec_sample_devices();
 			last_sample = now;
 		}
 		if (atomic_load(&flush_request) == 1 || now - last_flush >= FLUSH_NS) {
 			int asked = atomic_load(&flush_request) == 1;
-			flush(asked || mt_callbacks_memory_changed());
+			flush(asked || rec_callbacks_memory_changed());
 			last_flush = now;
 			if (asked)
 				atomic_store(&flush_request, 2);
@@ -140,7 +140,7 @@ static void on_signal(int sig, siginfo_t *info, void *uctx)
 	/* Default disposition: terminate. Ask the flushing thread to save
 	 * everything (CUPTI's buffers too) and give it half a second; nothing
 	 * here takes a lock, so a crash inside the recorder cannot hang. */
-	if (mt_inject_mine() && mt_inject_state.thread_started) {
+	if (rec_mine() && rec_state.thread_started) {
 		atomic_store(&flush_request, 1);
 		for (int t = 0; t < 100 && atomic_load(&flush_request) != 2; t++) {
 			struct timespec d = { 0, 5 * 1000000L };
@@ -155,15 +155,15 @@ static void after_fork_child(void)
 {
 	/* The child shares our database handle; it must not use it. A child
 	 * that execs and initialises CUDA records itself anew. */
-	atomic_store(&mt_inject_state.enabled, false);
-	mt_inject_state.thread_started = false;
-	mt_activity_after_fork_child();
-	mt_torch_after_fork_child();
+	atomic_store(&rec_state.enabled, false);
+	rec_state.thread_started = false;
+	rec_activity_after_fork_child();
+	rec_torch_after_fork_child();
 }
 
-int mt_flush_start(void)
+int rec_flush_start(void)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));

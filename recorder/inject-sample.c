@@ -6,19 +6,19 @@
 
 #include "inject-private.h"
 
-void mt_sample_devices(void)
+void rec_sample_devices(void)
 {
-	uint64_t mask = mt_device_seen();
+	uint64_t mask = rec_device_seen();
 	struct mt_event ev = { 0 };
 
 	ev.kind = MT_EVENT_SAMPLE;
 	for (unsigned o = 0; mask && o < 64; o++) {
 		if (!(mask & (1ull << o)))
 			continue;
-		ev.ts = mt_inject_now();
+		ev.ts = rec_now();
 		ev.device = o;
-		if (mt_device_usage(o, &ev.sample.used_bytes, &ev.sample.process_bytes) < 0)
+		if (rec_device_usage(o, &ev.sample.used_bytes, &ev.sample.process_bytes) < 0)
 			continue;
-		mt_sink_push(&ev);
+		rec_sink_push(&ev);
 	}
 }

@@ -81,32 +81,28 @@ static uint64_t wall_ns(void)
 
 static void set_meta_locked(const char *key, const char *value)
 {
-	if (value && mt_inject_state.writer &&
-	    mt_writer_set_meta(mt_inject_state.writer, key, value) < 0)
-		mt_inject_warn("cannot write the trace: %s",
-		               mt_writer_message(mt_inject_state.writer));
+	if (value && rec_state.writer && mt_writer_set_meta(rec_state.writer, key, value) < 0)
+		rec_warn("cannot write the trace: %s", mt_writer_message(rec_state.writer));
 }
 
 static void add_meta_locked(const char *key, uint64_t delta)
 {
-	if (mt_inject_state.writer &&
-	    mt_writer_add_meta_count(mt_inject_state.writer, key, delta) < 0)
-		mt_inject_warn("cannot write the trace: %s",
-		               mt_writer_message(mt_inject_state.writer));
+	if (rec_state.writer && mt_writer_add_meta_count(rec_state.writer, key, delta) < 0)
+		rec_warn("cannot write the trace: %s", mt_writer_message(rec_state.writer));
 }
 
-void mt_sink_set_meta(const char *key, const char *value)
+void rec_sink_set_meta(const char *key, const char *value)
 {
-	if (!mt_inject_mine())
+	if (!rec_mine())
 		return;
-	pthread_mutex_lock(&mt_inject_state.writer_lock);
+	pthread_mutex_lock(&rec_state.writer_lock);
 	set_meta_locked(key, value);
-	pthread_mutex_unlock(&mt_inject_state.writer_lock);
+	pthread_mutex_unlock(&rec_state.writer_lock);
 }
 
-int mt_sink_open(void)
+int rec_sink_open(void)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 	struct mt_process proc = { 0 };
 	char path[PATH_MAX], host[256] = "", start[32];
 	const char *parent = getenv("MEMTRACE_PARENT_ROW");
@@ -116,18 +112,18 @@ int mt_sink_open(void)
 
 	in->pid = getpid();
 	if ((rc = output_path(path, sizeof(path))) < 0) {
-		mt_inject_warn("the output path is too long");
+		rec_warn("the output path is too long");
 		return rc;
 	}
 	keep_earlier_trace(path);
 	in->writer = mt_writer_new();
 	if (!in->writer) {
-		mt_inject_warn("out of memory");
+		rec_warn("out of memory");
 		return -ENOMEM;
 	}
 	rc = mt_writer_open(in->writer, path, MT_WRITER_CREATE);
 	if (rc < 0) {
-		mt_inject_warn("cannot open %s: %s", path, mt_writer_message(in->writer));
+		rec_warn("cannot open %s: %s", path, mt_writer_message(in->writer));
 		mt_writer_free(in->writer);
 		in->writer = NULL;
 		return rc;
@@ -135,7 +131,7 @@ int mt_sink_open(void)
 	gethostname(host, sizeof(host) - 1);
 	cmdline = read_cmdline();
 	proc.pid = in->pid;
-	proc.start_ns = mt_inject_now();
+	proc.start_ns = rec_now();
 	proc.command_line = cmdline ? cmdline : "";
 	proc.hostname = host;
 	/* The parent row is only ours to name if the parent process really
@@ -145,7 +141,7 @@ int mt_sink_open(void)
 	pthread_mutex_lock(&in->writer_lock);
 	rc = mt_writer_add_process(in->writer, &proc, &in->process_row);
 	if (rc < 0)
-		mt_inject_warn("cannot write %s: %s", path, mt_writer_message(in->writer));
+		rec_warn("cannot write %s: %s", path, mt_writer_message(in->writer));
 	in->root = !proc.parent;
 	if (rc == 0 && !proc.parent) {
 		const char *capture = getenv("MEMTRACE_CAPTURE");
@@ -172,40 +168,39 @@ int mt_sink_open(void)
 	return 0;
 }
 
-uint32_t mt_sink_intern_locked(const char *s)
+uint32_t rec_sink_intern_locked(const char *s)
 {
 	uint32_t id = 0;
 
-	if (!mt_inject_mine() || !s)
+	if (!rec_mine() || !s)
 		return 0;
-	if (mt_writer_intern(mt_inject_state.writer, s, &id) < 0) {
-		mt_inject_warn("cannot write the trace: %s",
-		               mt_writer_message(mt_inject_state.writer));
+	if (mt_writer_intern(rec_state.writer, s, &id) < 0) {
+		rec_warn("cannot write the trace: %s", mt_writer_message(rec_state.writer));
 		return 0;
 	}
 	return id;
 }
 
-void mt_sink_append_locked(struct mt_event *ev)
+void rec_sink_append_locked(struct mt_event *ev)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 	unsigned ordinal = ev->device;
 
-	if (!mt_inject_mine())
+	if (!rec_mine())
 		return;
-	if (ordinal >= MT_INJECT_MAX_DEVICES)
+	if (ordinal >= REC_MAX_DEVICES)
 		return;
 	if (!in->device_rows[ordinal])
-		in->device_rows[ordinal] = mt_device_row_locked(ordinal);
+		in->device_rows[ordinal] = rec_device_row_locked(ordinal);
 	ev->device = in->device_rows[ordinal];
 	ev->process = in->process_row;
 	if (mt_writer_append(in->writer, ev) < 0)
-		mt_inject_warn("cannot write the trace: %s", mt_writer_message(in->writer));
+		rec_warn("cannot write the trace: %s", mt_writer_message(in->writer));
 }
 
-void mt_sink_push(const struct mt_event *ev)
+void rec_sink_push(const struct mt_event *ev)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 
 	if (!atomic_load_explicit(&in->enabled, memory_order_relaxed))
 		return;
@@ -215,7 +210,7 @@ void mt_sink_push(const struct mt_event *ev)
 		struct mt_event *q = realloc(in->queue, cap * sizeof(*q));
 		if (!q) {
 			pthread_mutex_unlock(&in->queue_lock);
-			mt_inject_warn("out of memory");
+			rec_warn("out of memory");
 			return;
 		}
 		in->queue = q;
@@ -229,7 +224,7 @@ void mt_sink_push(const struct mt_event *ev)
  * out first so producers never wait for the writer. */
 static void drain_queue_locked(void)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 	struct mt_event *q;
 	size_t n, cap;
 
@@ -241,7 +236,7 @@ static void drain_queue_locked(void)
 	in->queue_len = in->queue_cap = 0;
 	pthread_mutex_unlock(&in->queue_lock);
 	for (size_t i = 0; i < n; i++)
-		mt_sink_append_locked(&q[i]);
+		rec_sink_append_locked(&q[i]);
 	/* Give the array back for reuse if nobody made a new one meanwhile. */
 	pthread_mutex_lock(&in->queue_lock);
 	if (!in->queue && q) {
@@ -253,17 +248,16 @@ static void drain_queue_locked(void)
 	free(q);
 }
 
-void mt_sink_commit_locked(void)
+void rec_sink_commit_locked(void)
 {
 	drain_queue_locked();
-	if (mt_inject_mine() && mt_writer_flush(mt_inject_state.writer) < 0)
-		mt_inject_warn("cannot write the trace: %s",
-		               mt_writer_message(mt_inject_state.writer));
+	if (rec_mine() && mt_writer_flush(rec_state.writer) < 0)
+		rec_warn("cannot write the trace: %s", mt_writer_message(rec_state.writer));
 }
 
-void mt_sink_close_locked(void)
+void rec_sink_close_locked(void)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 
 	/* One count for the trace: each process adds its own. */
 	add_meta_locked("dropped_records", in->dropped);

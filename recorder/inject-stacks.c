@@ -36,9 +36,9 @@ static uint32_t intern(const char *site)
 {
 	uint32_t id;
 
-	pthread_mutex_lock(&mt_inject_state.writer_lock);
-	id = mt_sink_intern_locked(site);
-	pthread_mutex_unlock(&mt_inject_state.writer_lock);
+	pthread_mutex_lock(&rec_state.writer_lock);
+	id = rec_sink_intern_locked(site);
+	pthread_mutex_unlock(&rec_state.writer_lock);
 	return id;
 }
 
@@ -114,7 +114,7 @@ static uint32_t native_site(void)
 	return id;
 }
 
-uint32_t mt_stacks_site(void)
+uint32_t rec_stacks_site(void)
 {
-	return mt_inject_state.stacks == MT_STACKS_NATIVE ? native_site() : 0;
+	return rec_state.stacks == REC_STACKS_NATIVE ? native_site() : 0;
 }

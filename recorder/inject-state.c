@@ -1,4 +1,4 @@
-/* inject-state.c — the one recorder state of a process (struct mt_inject),
+/* inject-state.c — the one recorder state of a process (struct rec_state),
  * its single warning line and its clock. The bottom of the injection
  * library: every other file uses these, and they use no other file.
  */
@@ -12,18 +12,18 @@
 
 #include "inject-private.h"
 
-struct mt_inject mt_inject_state = {
+struct rec_state rec_state = {
 	.writer_lock = PTHREAD_MUTEX_INITIALIZER,
 	.queue_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-void mt_inject_warn(const char *fmt, ...)
+void rec_warn(const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
 
-	atomic_store(&mt_inject_state.enabled, false);
-	if (atomic_exchange(&mt_inject_state.warned, true))
+	atomic_store(&rec_state.enabled, false);
+	if (atomic_exchange(&rec_state.warned, true))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -31,7 +31,7 @@ void mt_inject_warn(const char *fmt, ...)
 	fprintf(stderr, "memtrace: %s; the program runs on without recording\n", msg);
 }
 
-uint64_t mt_inject_now(void)
+uint64_t rec_now(void)
 {
 	uint64_t ts = 0;
 
@@ -39,7 +39,7 @@ uint64_t mt_inject_now(void)
 	return ts;
 }
 
-bool mt_inject_mine(void)
+bool rec_mine(void)
 {
-	return atomic_load(&mt_inject_state.enabled) && mt_inject_state.pid == getpid();
+	return atomic_load(&rec_state.enabled) && rec_state.pid == getpid();
 }

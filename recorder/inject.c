@@ -50,34 +50,34 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void *
 
 __attribute__((visibility("default"))) int InitializeInjection(void)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 	const char *kernels = getenv("MEMTRACE_KERNELS");
 	const char *stacks = getenv("MEMTRACE_STACKS");
 	int rc;
 
 	in->kernels = !(kernels && !strcmp(kernels, "0"));
-	in->stacks = !stacks                     ? MT_STACKS_NONE
-	             : !strcmp(stacks, "python") ? MT_STACKS_PYTHON
-	             : !strcmp(stacks, "native") ? MT_STACKS_NATIVE
-	                                         : MT_STACKS_NONE;
+	in->stacks = !stacks                     ? REC_STACKS_NONE
+	             : !strcmp(stacks, "python") ? REC_STACKS_PYTHON
+	             : !strcmp(stacks, "native") ? REC_STACKS_NATIVE
+	                                         : REC_STACKS_NONE;
 	in->sample_ms = env_unsigned("MEMTRACE_SAMPLE_MS", 50);
 	atomic_store(&in->enabled, true);
-	if (mt_sink_open() < 0)
+	if (rec_sink_open() < 0)
 		return 1;
-	rc = mt_callbacks_start();
+	rc = rec_callbacks_start();
 	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-		mt_inject_warn("another CUPTI subscriber (a profiler?) is already active "
-		               "(CUPTI error %d)",
-		               rc);
+		rec_warn("another CUPTI subscriber (a profiler?) is already active "
+		         "(CUPTI error %d)",
+		         rc);
 		return 1;
 	} else if (rc) {
 		const char *s = NULL;
 		cuptiGetResultString(rc, &s);
-		mt_inject_warn("CUPTI refused the callbacks: %s", s ? s : "unknown error");
+		rec_warn("CUPTI refused the callbacks: %s", s ? s : "unknown error");
 		return 1;
 	}
-	if (mt_activity_start(in->kernels) < 0)
+	if (rec_activity_start(in->kernels) < 0)
 		return 1;
-	mt_flush_start();
+	rec_flush_start();
 	return 1;
 }

@@ -40,7 +40,7 @@
 #if __has_include(<Python.h>)
 #include <Python.h>
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED)
-#define MT_PYTHON_FRAMES 1
+#define REC_PYTHON_FRAMES 1
 #endif
 #endif
 
@@ -58,7 +58,7 @@ std::atomic<uint32_t> work_site{ 0 };
 
 namespace alloc = c10::cuda::CUDACachingAllocator;
 
-#ifdef MT_PYTHON_FRAMES
+#ifdef REC_PYTHON_FRAMES
 
 // The head of CPython's _PyInterpreterFrame (Include/internal/pycore_frame.h)
 // for the versions this bridge knows; only these fields are read.
@@ -300,7 +300,7 @@ memtrace_torch_bridge_attach(void *event, void *intern_site, int python)
 // Whether this build can name Python call sites (CPython 3.11–3.13 headers).
 extern "C" __attribute__((visibility("default"))) int memtrace_torch_bridge_python_sites(void)
 {
-#ifdef MT_PYTHON_FRAMES
+#ifdef REC_PYTHON_FRAMES
 	return 1;
 #else
 	return 0;
