@@ -17,8 +17,8 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "check.h"
 #include "inject-private.h"
+#include "tap.h"
 
 #define PRODUCERS 4
 #define PER_PRODUCER 20000
@@ -144,9 +144,7 @@ static void run(struct seen *s, unsigned n, uint64_t count, bool serialized)
 	struct producer p[PRODUCERS];
 
 	s->ring = rec_ring_new(CAPACITY);
-	CHECK(s->ring != NULL);
-	if (!s->ring)
-		exit(1);
+	REQUIRE(s->ring != NULL);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->outer, NULL);
 	atomic_store(&s->producing, (int)n);
@@ -265,12 +263,22 @@ static void test_capacity(void)
 	rec_ring_free(NULL);
 }
 
+static void test_serialized_one(void)
+{
+	test_serialized(1);
+}
+
+static void test_serialized_three(void)
+{
+	test_serialized(3);
+}
+
 int main(void)
 {
-	test_capacity();
-	test_one_thread();
-	test_producers();
-	test_serialized(1);
-	test_serialized(3);
-	return failures ? 1 : 0;
+	TEST(test_capacity);
+	TEST(test_one_thread);
+	TEST(test_producers);
+	TEST(test_serialized_one);
+	TEST(test_serialized_three);
+	return check_done();
 }

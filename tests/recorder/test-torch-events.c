@@ -20,9 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "inject-private.h"
 #include "memtrace-recorder.h"
+#include "tap.h"
 
 enum {
 	ALLOC = 0,
@@ -286,7 +286,7 @@ static void test_fork(void)
 		rec_torch_drain();
 		CHECK(sunk_count() == child_base + 1);
 		CHECK(sunk_len > 0 && sunk[sunk_len - 1].alloc.address == 0xc1);
-		_exit(failures ? 1 : 0);
+		_exit(check_failed() ? 1 : 0);
 	}
 	CHECK(child > 0);
 	atomic_store(&block_push, 0);
@@ -316,12 +316,13 @@ static void test_disabled(void)
 int main(void)
 {
 	atomic_store(&rec_state.enabled, true);
-	test_sequence();
-	test_streams();
-	test_full_ring();
-	test_close();
-	test_fork();
-	test_disabled();
+	/* in this order: each case starts where the one before left off */
+	TEST(test_sequence);
+	TEST(test_streams);
+	TEST(test_full_ring);
+	TEST(test_close);
+	TEST(test_fork);
+	TEST(test_disabled);
 	free(sunk);
-	return failures ? 1 : 0;
+	return check_done();
 }
