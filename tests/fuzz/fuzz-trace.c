@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../format/test-events.h"
 #include "fuzz-target.h"
-#include "memtrace-format.h"
 
 static const char *input_path(void)
 {
@@ -26,17 +26,6 @@ static const char *input_path(void)
 		         (long)getpid());
 	}
 	return path;
-}
-
-static void remove_input(const char *path)
-{
-	char side[80];
-
-	unlink(path);
-	snprintf(side, sizeof(side), "%s-wal", path);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s-shm", path);
-	unlink(side);
 }
 
 /* An error must leave one line; a success, no message. */
@@ -94,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FILE *f;
 	int rc;
 
-	remove_input(path);
+	remove_trace(path);
 	f = fopen(path, "wb");
 	if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
 		abort();
@@ -116,6 +105,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_message(r, mt_reader_replays(r, &replays, &n));
 	}
 	mt_reader_free(r);
-	remove_input(path);
+	remove_trace(path);
 	return 0;
 }
