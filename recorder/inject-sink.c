@@ -55,14 +55,15 @@ static int output_path(char *buf, size_t len)
 }
 
 /* With '%p' in the output, the launcher cannot keep an earlier trace of the
- * same name as FILE.old (it does not know the pid): a reused pid would append
+ * same name as FILE.N (it does not know the pid): a reused pid would append
  * this run to another run's trace. Each process does it for its own file. */
 static void keep_earlier_trace(const char *path)
 {
 	const char *pattern = getenv("MEMTRACE_OUTPUT");
+	char kept[PATH_MAX + 16];
 
 	if (pattern && strstr(pattern, "%p"))
-		mt_trace_keep_old(path);
+		mt_trace_keep_previous(path, kept, sizeof(kept), NULL, 0);
 }
 
 static char *read_cmdline(void)
