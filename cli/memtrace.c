@@ -19,8 +19,8 @@ static const struct command commands[] = {
 	{ "render", mt_cmd_render, "draw a timeline, segment map, policy comparison or anatomy" },
 	{ "report", mt_cmd_report, "explain what used the memory: peak, top allocations, phases" },
 	{ "info", mt_cmd_info, "summarise a trace: devices, processes, event counts, peak" },
-	{ "export", mt_cmd_export, "write a trace in another tool's format (memory_viz, ...)" },
-	{ "import", mt_cmd_import, "turn another tool's memory trace into a trace" },
+	{ "export", mt_cmd_export, "write a trace for Perfetto, memory_viz, RMM, CSV, flame graphs" },
+	{ "import", mt_cmd_import, "turn a PyTorch memory snapshot or an RMM log into a trace" },
 	{ "synth", mt_cmd_synth, "write a synthetic trace (training loop, random, small)" },
 };
 

@@ -35,6 +35,41 @@ int io_export_iter(struct io_export *x, uint32_t kinds, struct mt_iter **it, uin
 	return 0;
 }
 
+/* The extremes of the selected events' times from the chunk index. */
+static void span(struct io_export *x, uint64_t *first, uint64_t *last)
+{
+	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
+	struct mt_query q = { .device = x->opt->device };
+
+	*first = MT_TIME_UNKNOWN;
+	*last = 0;
+	if (mt_reader_kind_stats(x->r, &q, stats) < 0)
+		return;
+	for (unsigned k = 1; k <= MT_EVENT_KIND_MAX; k++)
+		if (stats[k].events) {
+			if (stats[k].first_ts < *first)
+				*first = stats[k].first_ts;
+			if (stats[k].last_ts > *last)
+				*last = stats[k].last_ts;
+		}
+}
+
+uint64_t io_export_first_ts(struct io_export *x)
+{
+	uint64_t first, last;
+
+	span(x, &first, &last);
+	return first == MT_TIME_UNKNOWN ? 0 : first;
+}
+
+uint64_t io_export_last_ts(struct io_export *x)
+{
+	uint64_t first, last;
+
+	span(x, &first, &last);
+	return last;
+}
+
 int io_export_next(struct io_export *x, struct mt_iter *it, struct mt_event *ev)
 {
 	int rc = mt_iter_next(it, ev);

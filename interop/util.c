@@ -37,3 +37,14 @@ int io_grow(void **p, size_t *cap, size_t n, size_t size)
 	*cap = c;
 	return 0;
 }
+
+struct io_out *io_out_new(FILE *f)
+{
+	struct io_out *o = malloc(sizeof(*o));
+
+	if (o) {
+		o->f = f;
+		o->n = 0;
+	}
+	return o;
+}
