@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli-util.h"
+#include "memtrace-common.h"
 
 static void vprint_line(const char *cmd, const char *suffix, const char *fmt, va_list ap)
 {

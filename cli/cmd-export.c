@@ -77,7 +77,7 @@ static int export(const char *trace, FILE *out, const char *name, struct mt_expo
 	return CLI_EXIT_OK;
 }
 
-int mt_cmd_export(int argc, char **argv)
+int cli_cmd_export(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },

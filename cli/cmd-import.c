@@ -12,6 +12,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-common.h"
 #include "memtrace-interop.h"
 #include "staged-output.h"
 
@@ -117,7 +118,7 @@ static int import(const char *in, struct cli_staged *out, const struct mt_import
 	return CLI_EXIT_OK;
 }
 
-int mt_cmd_import(int argc, char **argv)
+int cli_cmd_import(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },

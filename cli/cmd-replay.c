@@ -13,6 +13,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-common.h"
 #include "memtrace-replay.h"
 
 #define CMD "replay"
@@ -330,7 +331,7 @@ static int save(const char *path, const struct outcome *o, size_t n,
 	return rc < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
-int mt_cmd_replay(int argc, char **argv)
+int cli_cmd_replay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "policy", required_argument, NULL, 'p' },

@@ -132,7 +132,7 @@ static int export_chrome(struct io_export *x)
 
 	c.o = io_out_new(x->out);
 	if (!c.o)
-		return io_fail(x->err, x->errlen, -ENOMEM, "out of memory");
+		return mt_fail(x->err, x->errlen, -ENOMEM, "out of memory");
 	io_out_str(c.o, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
 	rc = io_timeline_walk(x, &ops, &c);
 	io_out_str(c.o, "\n]}\n");

@@ -244,7 +244,7 @@ static int export_csv(struct io_export *x)
 	int rc;
 
 	if (!c)
-		return io_fail(x->err, x->errlen, -ENOMEM, "out of memory");
+		return mt_fail(x->err, x->errlen, -ENOMEM, "out of memory");
 	c->o.f = x->out;
 	c->r = x->r;
 	io_out_str(&c->o, "ts_ns,kind,process,device,layer,address,bytes,stream,reuse_delay_ns,"
@@ -252,7 +252,7 @@ static int export_csv(struct io_export *x)
 	rc = io_export_iter(x, 0, &it, &x->total);
 	while (rc >= 0 && (rc = io_export_next(x, it, &ev)) > 0) {
 		if ((rc = row(c, &ev)) < 0)
-			rc = io_fail(x->err, x->errlen, rc, "out of memory");
+			rc = mt_fail(x->err, x->errlen, rc, "out of memory");
 		x->res->records++;
 	}
 	io_out_flush(&c->o);

@@ -103,14 +103,14 @@ static int device_stacks(struct folded *f, uint32_t device, bool root)
 	opt.device = device;
 	one.opt = &opt;
 	if (f->x->opt->at_set) {
-		rc = mt_device_span(f->x->r, device, &t0, &t1);
+		rc = mt_analyze_span(f->x->r, device, &t0, &t1);
 		until = t0 + f->x->opt->at;
 	} else {
 		rc = mt_reader_peak_live(f->x->r, &q, f->layer, &peak, &peak_ts);
 	}
 	if (rc < 0) {
 		io_live_free(live);
-		return io_fail(f->x->err, f->x->errlen, rc, "%s", mt_reader_message(f->x->r));
+		return mt_fail(f->x->err, f->x->errlen, rc, "%s", mt_reader_message(f->x->r));
 	}
 	rc = io_export_iter(&one, MT_KIND_BIT(MT_EVENT_ALLOC) | MT_KIND_BIT(MT_EVENT_FREE), &it,
 	                    NULL);
@@ -157,7 +157,7 @@ static int export_folded(struct io_export *x)
 
 	f.o = io_out_new(x->out);
 	if (!f.o)
-		return io_fail(x->err, x->errlen, -ENOMEM, "out of memory");
+		return mt_fail(x->err, x->errlen, -ENOMEM, "out of memory");
 	rc = mt_reader_request_layer(x->r, &f.layer);
 	if (rc >= 0)
 		rc = mt_analyze_devices(x->r, &devices, &n, x->err, x->errlen);
@@ -165,7 +165,7 @@ static int export_folded(struct io_export *x)
 		if (!x->opt->device || devices[i] == x->opt->device)
 			rc = device_stacks(&f, devices[i], !x->opt->device && n > 1);
 	if (rc == -ENOMEM)
-		rc = io_fail(x->err, x->errlen, rc, "out of memory");
+		rc = mt_fail(x->err, x->errlen, rc, "out of memory");
 	io_out_flush(f.o);
 	io_map_release(&f.sums);
 	free(f.stacks);

@@ -65,7 +65,7 @@ static int the_device(struct io_export *x, uint32_t *device)
 		}
 	}
 	if (n > 1)
-		return io_fail(x->err, x->errlen, -EINVAL,
+		return mt_fail(x->err, x->errlen, -EINVAL,
 		               "MiniMalloc packs one memory: the trace has %zu devices with "
 		               "allocations, name one with --device",
 		               n);
@@ -85,7 +85,7 @@ static int export_minimalloc(struct io_export *x)
 	int rc;
 
 	if (!live || !o) {
-		rc = io_fail(x->err, x->errlen, -ENOMEM, "out of memory");
+		rc = mt_fail(x->err, x->errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	if ((rc = the_device(x, &opt.device)) < 0 ||
@@ -117,7 +117,7 @@ static int export_minimalloc(struct io_export *x)
 		rc = io_live_each(live, unfreed, &end);
 	}
 	if (rc == -ENOMEM)
-		rc = io_fail(x->err, x->errlen, rc, "out of memory");
+		rc = mt_fail(x->err, x->errlen, rc, "out of memory");
 	io_out_flush(o);
 	x->res->records = end.rows;
 out:

@@ -195,7 +195,7 @@ static int export_perfetto(struct io_export *x)
 
 	p.o = io_out_new(x->out);
 	if (!p.o)
-		return io_fail(x->err, x->errlen, -ENOMEM, "out of memory");
+		return mt_fail(x->err, x->errlen, -ENOMEM, "out of memory");
 	rc = io_timeline_walk(x, &ops, &p);
 	io_out_flush(p.o);
 	io_pb_release(&p.pb);

@@ -154,7 +154,7 @@ struct rmm_import {
 
 static int bad_line(struct rmm_import *ri, const struct line *l, const char *what)
 {
-	return io_fail(ri->im->err, ri->im->errlen, -EBADMSG, "RMM log line %zu: %s", l->no, what);
+	return mt_fail(ri->im->err, ri->im->errlen, -EBADMSG, "RMM log line %zu: %s", l->no, what);
 }
 
 static int row_event(struct rmm_import *ri, const struct line *l)
@@ -205,7 +205,7 @@ static int row_event(struct rmm_import *ri, const struct line *l)
 	}
 	rc = ri->im->sink->append(ri->im->sink, &ev);
 	if (rc < 0)
-		return io_fail(ri->im->err, ri->im->errlen, rc, "%s", ri->im->sink->err);
+		return mt_fail(ri->im->err, ri->im->errlen, rc, "%s", ri->im->sink->err);
 	ri->im->res->events++;
 	return 0;
 }
@@ -222,7 +222,7 @@ static int import_rmm(struct io_import *im)
 
 	if ((rc = im->sink->add_process(im->sink, &p, &ri.process)) < 0 ||
 	    (rc = im->sink->add_device(im->sink, &d, &ri.device)) < 0)
-		return io_fail(im->err, im->errlen, rc, "%s", im->sink->err);
+		return mt_fail(im->err, im->errlen, rc, "%s", im->sink->err);
 	s = memchr(s, '\n', (size_t)(end - s)); /* past the header */
 	while (s && ++s < end) {
 		const char *eol = memchr(s, '\n', (size_t)(end - s));
@@ -285,12 +285,12 @@ static int export_rmm(struct io_export *x)
 	if (!o || !pid) {
 		free(o);
 		free(pid);
-		return io_fail(x->err, x->errlen, -ENOMEM, "out of memory");
+		return mt_fail(x->err, x->errlen, -ENOMEM, "out of memory");
 	}
 	io_out_str(o, HEADER "\n");
 	rc = mt_reader_request_layer(x->r, &layer);
 	if (rc < 0)
-		rc = io_fail(x->err, x->errlen, rc, "%s", mt_reader_message(x->r));
+		rc = mt_fail(x->err, x->errlen, rc, "%s", mt_reader_message(x->r));
 	else
 		rc = io_export_iter(x,
 		                    MT_KIND_BIT(MT_EVENT_ALLOC) | MT_KIND_BIT(MT_EVENT_FREE) |

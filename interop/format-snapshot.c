@@ -35,7 +35,7 @@ static int import(struct io_import *im)
 	int rc;
 
 	if (!t)
-		return io_fail(im->err, im->errlen, -ENOMEM, "out of memory");
+		return mt_fail(im->err, im->errlen, -ENOMEM, "out of memory");
 	if (looks_like_json(im->data, im->len))
 		rc = io_json_read(t, im->data, im->len, &root, im->err, im->errlen);
 	else

@@ -1,7 +1,8 @@
 /* interop-private.h — what the interop files share: the format table's
  * entry, the sink importers write into, the plain-data value tree that the
- * pickle and JSON readers build, and small helpers (messages, growing
- * arrays, a live-allocation table, a time-ordered queue of pending ends).
+ * pickle and JSON readers build, and small helpers (growing arrays, output
+ * buffers, a live-allocation table, a time-ordered queue of pending ends).
+ * Messages go through common's mt_fail.
  */
 #ifndef MEMTRACE_INTEROP_PRIVATE_H
 #define MEMTRACE_INTEROP_PRIVATE_H
@@ -12,12 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "memtrace-format.h"
 #include "memtrace-interop.h"
-
-/* Formats a message into err (when err and errlen) and returns rc. */
-int io_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
 
 /* Makes room for item n in *p (capacity *cap items of size bytes),
  * doubling; 0 or -ENOMEM. */

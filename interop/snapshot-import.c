@@ -130,12 +130,12 @@ static int fail(struct snap *sn, int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return io_fail(sn->im->err, sn->im->errlen, rc, "snapshot: %s", msg);
+	return mt_fail(sn->im->err, sn->im->errlen, rc, "snapshot: %s", msg);
 }
 
 static int sink_failed(struct snap *sn, int rc)
 {
-	return io_fail(sn->im->err, sn->im->errlen, rc, "%s", sn->s->err);
+	return mt_fail(sn->im->err, sn->im->errlen, rc, "%s", sn->s->err);
 }
 
 /* ---- mapped pieces ---------------------------------------------------------- */

@@ -281,12 +281,12 @@ int io_timeline_walk(struct io_export *x, const struct io_timeline_ops *ops, voi
 		kinds |= MT_KIND_BIT(MT_EVENT_KERNEL);
 	t.live = io_live_new();
 	if (!t.live)
-		return io_fail(x->err, x->errlen, -ENOMEM, "out of memory");
+		return mt_fail(x->err, x->errlen, -ENOMEM, "out of memory");
 	rc = mt_reader_request_layer(x->r, &t.layer);
 	if (rc >= 0)
 		rc = queue_replays(&t);
 	if (rc < 0 && rc != -ENOMEM)
-		rc = io_fail(x->err, x->errlen, rc, "%s", mt_reader_message(x->r));
+		rc = mt_fail(x->err, x->errlen, rc, "%s", mt_reader_message(x->r));
 	if (rc >= 0)
 		rc = io_export_iter(x, kinds, &it, &x->total);
 	if (rc >= 0)
@@ -298,7 +298,7 @@ int io_timeline_walk(struct io_export *x, const struct io_timeline_ops *ops, voi
 	if (rc >= 0)
 		rc = flush(&t, UINT64_MAX);
 	if (rc == -ENOMEM)
-		rc = io_fail(x->err, x->errlen, rc, "out of memory");
+		rc = mt_fail(x->err, x->errlen, rc, "out of memory");
 	mt_iter_free(it);
 	io_live_free(t.live);
 	io_pending_release(&t.pending);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "memtrace-interop.h"
+#include "memtrace-synth.h"
 #include "tap.h"
 
 static char scratch[64];

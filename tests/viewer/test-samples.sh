@@ -19,10 +19,11 @@ for t in "${traces[@]}"; do
         exit 77
     fi
 done
+views=$("$M" render --list-views) || { echo "render --list-views failed" >&2; exit 1; }
 fail=0
 for t in "${traces[@]}"; do
     b=$(basename "$t" .db)
-    for view in timeline segments policies anatomy; do
+    for view in $views; do
         # three policies keep it short; the policies view draws them all alike
         extra=()
         [ "$view" = policies ] && extra=(--policy caching,expandable,bestfit)
