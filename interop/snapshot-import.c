@@ -892,9 +892,11 @@ int io_snapshot_to_events(struct io_import *im, const struct io_value *root)
 
 		if (sn.ordinal < ntraces) {
 			trace = tv[sn.ordinal];
-			if (!trace || trace->type != IO_LIST)
-				return fail(&sn, -EBADMSG, "device_traces[%u] is not a list",
-				            sn.ordinal);
+			if (!trace || trace->type != IO_LIST) {
+				rc = fail(&sn, -EBADMSG, "device_traces[%u] is not a list",
+				          sn.ordinal);
+				break;
+			}
 			io_items(trace, &ne);
 		}
 		for (size_t i = 0; i < nseg && !used; i++)
