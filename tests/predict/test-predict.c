@@ -104,7 +104,7 @@ static void test_align(void)
 {
 	/* a repeating layer pattern, as a model's layers make */
 	uint64_t a[60], b[61], c[59];
-	uint32_t ma[61], mb[61];
+	uint32_t ma[72], mb[72];
 	for (size_t i = 0; i < 60; i++)
 		a[i] = 10 + i % 5;
 	/* b: a with an extra token (a workspace) after position 23 */
