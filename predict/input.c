@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "memtrace-analyze.h"
 #include "predict-private.h"
 
