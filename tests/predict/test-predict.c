@@ -104,7 +104,7 @@ static void test_align(void)
 {
 	/* a repeating layer pattern, as a model's layers make */
 	uint64_t a[60], b[61], c[59];
-	uint32_t ma[61], mb[61];
+	uint32_t ma[72], mb[72];
 	for (size_t i = 0; i < 60; i++)
 		a[i] = 10 + i % 5;
 	/* b: a with an extra token (a workspace) after position 23 */
@@ -287,6 +287,27 @@ static void test_workspace_tolerated(void)
 	mt_predictor_free(p);
 }
 
+static void test_other_path_left_out(void)
+{
+	struct model_params mp;
+	struct mt_predictor *p = NULL;
+	struct mt_predict_summary s;
+	char err[1024];
+	model_params_default(&mp);
+	mp.other_path_below = 2;
+	REQUIRE(build("path", &mp, (uint64_t[]){ 1, 2, 4 }, 3, &p, err, sizeof(err)) == 0);
+	mt_predictor_summary(p, &s);
+	CHECK(mt_predictor_input(p, 0)->left_out && !mt_predictor_input(p, 1)->left_out);
+	CHECK(mt_predictor_input(p, 0)->aligned == 0 && s.fit.inconsistent == 0);
+	check_exact(p, "path", &mp, 2);
+	check_exact(p, "path", &mp, 24);
+	mt_predictor_free(p);
+	/* from two inputs the smaller cannot be judged: nothing is left out */
+	REQUIRE(build("path", &mp, (uint64_t[]){ 1, 4 }, 2, &p, err, sizeof(err)) == 0);
+	CHECK(!mt_predictor_input(p, 0)->left_out);
+	mt_predictor_free(p);
+}
+
 static void test_branch_refused(void)
 {
 	struct model_params mp;
@@ -386,6 +407,7 @@ int main(void)
 	TEST(test_affine_model);
 	TEST(test_quadratic_model);
 	TEST(test_workspace_tolerated);
+	TEST(test_other_path_left_out);
 	TEST(test_branch_refused);
 	TEST(test_data_size_refused);
 	TEST(test_capacity_and_max_fit);
