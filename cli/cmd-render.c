@@ -1,5 +1,6 @@
 /* memtrace render — draw a timeline, segment map, policy comparison or
- * anatomy of a trace as PNG, SVG or PDF. */
+ * anatomy of a trace as PNG, SVG or PDF, or write the interactive HTML
+ * page. */
 #include "config.h"
 
 #include <errno.h>
@@ -20,10 +21,18 @@
 
 static void usage(FILE *out)
 {
-	fputs("Usage: memtrace render [TRACE] OUT.png|svg|pdf [OPTIONS]\n"
+	fputs("Usage: memtrace render [TRACE] OUT.png|svg|pdf|html [OPTIONS]\n"
 	      "\n"
 	      "Draws one view of TRACE (default memtrace.db). The view defaults to OUT's\n"
 	      "name when it names one (timeline.png, segments.svg, ...), else timeline.\n"
+	      "\n"
+	      "OUT.html is one self-contained interactive page (no network): the\n"
+	      "timeline down to single allocations (zoom with the wheel or + -, pan by\n"
+	      "dragging or with the arrow keys), each allocation's size, call site, NVTX\n"
+	      "range, stream and lifetime on hover, and the anatomy and segment maps of\n"
+	      "the recorded allocator and of the policies (--policy, else the saved\n"
+	      "replays) at the moment under the cursor. Its URL keeps the state:\n"
+	      "view.html#t=835ms&span=20ms&policy=caching.\n"
 	      "\n"
 	      "Options:\n"
 	      "  --view timeline|segments|policies|anatomy\n"
@@ -191,8 +200,9 @@ int mt_cmd_render(int argc, char **argv)
 		out = argv[optind + 1];
 	} else {
 		return cli_usage_error(
-		        CMD, argc - optind ? "too many arguments"
-		                           : "name the picture to write (OUT.png, .svg or .pdf)");
+		        CMD, argc - optind
+		                     ? "too many arguments"
+		                     : "name the picture to write (OUT.png, .svg, .pdf or .html)");
 	}
 	if (o.to && o.to <= o.from)
 		return cli_usage_error(CMD, "--to must be after --from");
@@ -200,7 +210,7 @@ int mt_cmd_render(int argc, char **argv)
 		const char *dot = strrchr(out, '.');
 		slash = strrchr(out, '/');
 		return cli_usage_error(
-		        CMD, "%s: cannot write '%s' pictures (use .png, .svg or .pdf)", out,
+		        CMD, "%s: cannot write '%s' pictures (use .png, .svg, .pdf or .html)", out,
 		        dot && (!slash || dot > slash) ? dot : "extension-less");
 	}
 	if (!view_set && view_from_stem(out, &o.view) < 0)

@@ -42,6 +42,7 @@ enum mt_image_format {
 	MT_IMAGE_PNG = 0,
 	MT_IMAGE_SVG = 1,
 	MT_IMAGE_PDF = 2,
+	MT_IMAGE_HTML = 3, /* the interactive page, whatever the view */
 };
 
 #define MT_RENDER_DEFAULT_WIDTH 1600
@@ -74,7 +75,7 @@ int mt_view_from_name(const char *name, enum mt_view *view);
 /* Stable name of a view, or NULL for an unknown value. */
 const char *mt_view_name(enum mt_view view);
 
-/* The image format for a path's extension (.png, .svg, .pdf, any case).
+/* The image format for a path's extension (.png, .svg, .pdf, .html, any case).
  * Returns 0, or -EINVAL for another or no extension. */
 int mt_image_format_from_path(const char *path, enum mt_image_format *format);
 

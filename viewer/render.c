@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "html-private.h"
 #include "viewer-private.h"
 
 static const char *const view_names[] = {
@@ -46,6 +47,8 @@ int mt_image_format_from_path(const char *path, enum mt_image_format *format)
 		*format = MT_IMAGE_SVG;
 	else if (!strcasecmp(dot, ".pdf"))
 		*format = MT_IMAGE_PDF;
+	else if (!strcasecmp(dot, ".html"))
+		*format = MT_IMAGE_HTML;
 	else
 		return -EINVAL;
 	return 0;
@@ -96,6 +99,8 @@ int mt_render(struct mt_reader *r, const struct mt_render_options *opt, const ch
 		               MT_RENDER_MAX_SIDE);
 	if (o.to && o.to <= o.from)
 		return vw_fail(err, errlen, -EINVAL, "--to must be after --from");
+	if (o.format == MT_IMAGE_HTML)
+		return vw_html_render(r, &o, out_path, err, errlen);
 	rc = vw_canvas_open(&c, o.format, out_path, o.width, o.height, err, errlen);
 	if (rc < 0)
 		return rc;
