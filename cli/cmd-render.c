@@ -50,6 +50,9 @@ static void usage(FILE *out)
 	      "  --size WxH               picture size (default 1600x900)\n"
 	      "  --device ID              trace device row id (default: the first with\n"
 	      "                           allocations; anatomy: every device)\n"
+	      "  --compare B.db           draw TRACE (run A) and B.db (run B) one above the\n"
+	      "                           other, B's time stretched so that its NVTX phases\n"
+	      "                           line up with A's (see also memtrace compare)\n"
 	      "  -h, --help               this text\n"
 	      "\n"
 	      "TIME is since the start of the trace: 1.5 (seconds), 1.5s, 300ms, 20us, 100ns.\n",
@@ -126,13 +129,14 @@ int mt_cmd_render(int argc, char **argv)
 		{ "to", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 's' },
 		{ "device", required_argument, NULL, 'd' },
+		{ "compare", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mt_render_options o = { .width = MT_RENDER_DEFAULT_WIDTH,
 		                       .height = MT_RENDER_DEFAULT_HEIGHT };
-	const char *trace = NULL, *out, *slash;
-	struct mt_reader *r = NULL;
+	const char *trace = NULL, *out, *slash, *compare = NULL;
+	struct mt_reader *r = NULL, *b = NULL;
 	bool view_set = false;
 	char err[512];
 	uint64_t v;
@@ -186,6 +190,9 @@ int mt_cmd_render(int argc, char **argv)
 				                       optarg);
 			o.device = (uint32_t)v;
 			break;
+		case 'c':
+			compare = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return CLI_EXIT_OK;
@@ -222,13 +229,26 @@ int mt_cmd_render(int argc, char **argv)
 		          errno == ENOENT ? "no such folder" : "folder not writable");
 		return CLI_EXIT_FAILURE;
 	}
+	if (compare && o.format == MT_IMAGE_HTML)
+		return cli_usage_error(CMD, "--compare draws a picture (.png, .svg or .pdf)");
 	rc = cli_open_trace(CMD, trace, &r);
 	if (rc != CLI_EXIT_OK)
 		return rc;
+	if (compare) {
+		rc = cli_open_trace(CMD, compare, &b);
+		if (rc != CLI_EXIT_OK) {
+			mt_reader_free(r);
+			return rc;
+		}
+		slash = strrchr(compare, '/');
+		o.compare = b;
+		o.compare_name = slash ? slash + 1 : compare;
+	}
 	slash = strrchr(trace ? trace : CLI_DEFAULT_TRACE, '/');
 	o.trace_name = slash ? slash + 1 : trace ? trace : CLI_DEFAULT_TRACE;
 	rc = mt_render(r, &o, out, err, sizeof(err));
 	mt_reader_free(r);
+	mt_reader_free(b);
 	if (rc < 0) {
 		cli_error(CMD, "%s", err);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;

@@ -15,5 +15,6 @@ int mt_cmd_export(int argc, char **argv);
 int mt_cmd_import(int argc, char **argv);
 int mt_cmd_info(int argc, char **argv);
 int mt_cmd_synth(int argc, char **argv);
+int mt_cmd_compare(int argc, char **argv);
 
 #endif

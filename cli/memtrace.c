@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{ "replay", mt_cmd_replay, "replay a trace through allocator policies (GPU or simulated)" },
 	{ "render", mt_cmd_render, "draw a timeline, segment map, policy comparison or anatomy" },
 	{ "report", mt_cmd_report, "explain what used the memory: peak, top allocations, phases" },
+	{ "compare", mt_cmd_compare, "compare two runs: peaks, phases, call sites, OOMs" },
 	{ "info", mt_cmd_info, "summarise a trace: devices, processes, event counts, peak" },
 	{ "export", mt_cmd_export, "write a trace as Perfetto JSON, CSV, RMM log or MiniMalloc" },
 	{ "import", mt_cmd_import, "turn a PyTorch memory snapshot or an RMM log into a trace" },

@@ -66,6 +66,10 @@ struct mt_render_options {
 	uint64_t at;   /* moment for segments and anatomy */
 	uint64_t from; /* window for timeline and policies */
 	uint64_t to;   /* 0 = the end of the trace */
+	/* A second run: the picture is then both timelines aligned by phase,
+	 * whatever the view (PNG, SVG or PDF); compare_name titles it. */
+	struct mt_reader *compare;
+	const char *compare_name;
 };
 
 /* The view named "timeline", "segments", "policies" or "anatomy".

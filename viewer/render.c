@@ -99,12 +99,16 @@ int mt_render(struct mt_reader *r, const struct mt_render_options *opt, const ch
 		               MT_RENDER_MAX_SIDE);
 	if (o.to && o.to <= o.from)
 		return vw_fail(err, errlen, -EINVAL, "--to must be after --from");
+	if (o.format == MT_IMAGE_HTML && o.compare)
+		return vw_fail(err, errlen, -EINVAL,
+		               "--compare draws a picture (.png, .svg or .pdf)");
 	if (o.format == MT_IMAGE_HTML)
 		return vw_html_render(r, &o, out_path, err, errlen);
 	rc = vw_canvas_open(&c, o.format, out_path, o.width, o.height, err, errlen);
 	if (rc < 0)
 		return rc;
-	rc = views[o.view](&c, r, &o, err, errlen);
+	rc = o.compare ? vw_view_compare(&c, r, &o, err, errlen)
+	               : views[o.view](&c, r, &o, err, errlen);
 	if (rc < 0) {
 		vw_canvas_discard(&c);
 		/* SVG and PDF surfaces wrote as they went */

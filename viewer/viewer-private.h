@@ -339,6 +339,8 @@ int vw_view_policies(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
                      char *err, size_t errlen);
 int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                     char *err, size_t errlen);
+int vw_view_compare(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+                    char *err, size_t errlen);
 
 /* The columns of a plot width pixels wide over the options' window
  * (--from/--to) on a loaded trace; -EINVAL if the window is empty. */

@@ -276,15 +276,21 @@ MT.Page = class {
     ctx.beginPath(); ctx.moveTo(x, P.y); ctx.lineTo(x, P.y + P.h); ctx.stroke();
   }
 
+  // The panels of the moment, redrawn only when it or the policy changes.
   drawPanels() {
     if (!this.data.hasDetail) {
       document.getElementById("mt-anatomy-table").textContent = "reading the details\u2026";
       return;
     }
+    const key = this.moment + "/" + this.policy;
+    if (key === this.panelsKey) return;
+    this.panelsKey = key;
     this.anatomyShown = MT.drawAnatomy(this.data, this.moment, document.getElementById("mt-anatomy-bar"),
       document.getElementById("mt-anatomy-table"));
     MT.drawMaps(this.data, this.moment, document.getElementById("mt-map-list"), this.policy,
       (name) => { this.policy = name; this.draw(); this.writeHash(); });
+    // widths depend on the layout: draw again on resize
+    this.panelsWidth = this.canvas.clientWidth;
   }
 
   writeStatus() {
@@ -360,7 +366,7 @@ MT.Page = class {
     }, { passive: false });
     window.addEventListener("keydown", (ev) => this.key(ev));
     window.addEventListener("hashchange", () => { if (location.hash !== this.lastHash) { this.applyHash(); this.draw(); } });
-    window.addEventListener("resize", () => this.draw());
+    window.addEventListener("resize", () => { this.panelsKey = null; this.draw(); });
   }
 
   click(ev) {

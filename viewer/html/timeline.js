@@ -115,22 +115,40 @@ MT.Frame = class {
   }
 
   // Raw windows: allocations shorter than a column, per column and site.
+  // (Contributions gathered, then placed by column with a counting sort.)
   rawGroups() {
-    const d = this.data, W = this.W, per = new Array(W);
+    const d = this.data, W = this.W;
+    let col = new Int32Array(1024), who = new Int32Array(1024), n = 0;
     d.touching(this.moment[0], this.moment[W - 1] + 1, 0, this.minDur, (i) => {
       for (let x = this.firstColumnAtOrAfter(d.start[i]); x < W && this.moment[x] < d.end[i]; x++) {
-        const m = per[x] || (per[x] = new Map());
-        const g = m.get(d.site[i]) || [0, 0];
-        g[0]++;
-        g[1] += d.bytes[i];
-        m.set(d.site[i], g);
+        if (n === col.length) {
+          const c2 = new Int32Array(2 * n), w2 = new Int32Array(2 * n);
+          c2.set(col); w2.set(who); col = c2; who = w2;
+        }
+        col[n] = x;
+        who[n++] = i;
       }
     });
+    const first = new Int32Array(W + 1), placed = new Int32Array(n);
+    for (let k = 0; k < n; k++) first[col[k] + 1]++;
+    for (let x = 0; x < W; x++) first[x + 1] += first[x];
+    const fill = first.slice(0, W);
+    for (let k = 0; k < n; k++) placed[fill[col[k]]++] = who[k];
     for (let x = 0; x < W; x++) {
-      if (!per[x]) continue;
-      const sites = Array.from(per[x].keys()).sort((p, q) => p - q), arr = new Float64Array(3 * sites.length);
-      sites.forEach((s, k) => { const g = per[x].get(s); arr[3 * k] = s; arr[3 * k + 1] = g[0]; arr[3 * k + 2] = g[1]; });
-      this.groups[x] = arr;
+      const a = first[x], b = first[x + 1];
+      if (a === b) continue;
+      const part = placed.subarray(a, b);
+      let one = true;
+      for (let k = 1; k < part.length && one; k++) one = d.site[part[k]] === d.site[part[0]];
+      if (!one) part.sort((p, q) => d.site[p] - d.site[q]);
+      const out = [];
+      for (let k = 0; k < part.length;) {
+        const site = d.site[part[k]];
+        let count = 0, sum = 0;
+        for (; k < part.length && d.site[part[k]] === site; k++) { count++; sum += d.bytes[part[k]]; }
+        out.push(site, count, sum);
+      }
+      this.groups[x] = Float64Array.from(out);
     }
   }
 
