@@ -7,10 +7,11 @@
 #include <stddef.h>
 
 #include "memtrace-analyze.h"
+#include "memtrace-common.h"
 
-/* Formats a message into err and returns rc (a negative errno). */
-int an_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+/* Formats a message into err and returns rc (a negative errno): the
+ * common helper. */
+#define an_fail mt_fail
 
 /* Makes room for item n in *p (capacity *cap items of size bytes),
  * doubling; 0 or -ENOMEM. */
@@ -26,16 +27,16 @@ int an_sort_timed(struct an_timed *v, size_t n);
 /* ranges.c: the sweep over allocations, frees and ranges that gives each
  * live lifetime its innermost range (rep->range_of) and the per-name table
  * (rep->ranges). */
-int an_ranges_sweep(struct mt_device_report *rep, const struct mt_report_options *opt, char *err,
+int an_ranges_sweep(struct mt_report *rep, const struct mt_report_options *opt, char *err,
                     size_t errlen);
 
 /* top.c: the n largest lifetimes of rep's live layer that pass keep(l, data),
  * descending by bytes (ties: earlier first), with their ranges. */
-size_t an_largest(const struct mt_device_report *rep,
+size_t an_largest(const struct mt_report *rep,
                   bool (*keep)(const struct mt_lifetime *l, const void *data), const void *data,
                   struct mt_report_alloc *out, size_t n);
 
 /* oom.c: saved replays of the device and each failed allocation explained. */
-int an_ooms(struct mt_device_report *rep, char *err, size_t errlen);
+int an_ooms(struct mt_report *rep, char *err, size_t errlen);
 
 #endif

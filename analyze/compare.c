@@ -1,5 +1,5 @@
 /* compare.c — two runs of a program side by side (mt_compare_build): each
- * run's report (mt_device_report_build) joined by name: NVTX ranges by
+ * run's report (mt_report_build) joined by name: NVTX ranges by
  * their name, allocations by the frame that names their call site (else
  * their innermost range), and what was allocated in one run only by call
  * site and requested size.
@@ -68,7 +68,7 @@ static const char *str(struct mt_reader *r, uint32_t id)
 }
 
 /* The name of lifetime i of rep: its call-site frame, else its range. */
-static const char *site_name(const struct mt_device_report *rep, size_t i, char *buf, size_t len)
+static const char *site_name(const struct mt_report *rep, size_t i, char *buf, size_t len)
 {
 	const struct mt_lifetime *l = &rep->data.live[i];
 	const char *stack = str(rep->data.r, l->site);
@@ -85,9 +85,9 @@ static const char *site_name(const struct mt_device_report *rep, size_t i, char 
 	return "(no call site or range)";
 }
 
-static uint64_t peak_reserved(const struct mt_device_report *rep)
+static uint64_t peak_reserved(const struct mt_report *rep)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	uint64_t bytes = 0, at;
 
 	if (d->layer == MT_LAYER_REQUEST && d->nseg) {
@@ -98,9 +98,9 @@ static uint64_t peak_reserved(const struct mt_device_report *rep)
 	return rep->peak_bytes; /* the driver layer itself, or nothing known */
 }
 
-static void fill_run(struct mt_compare_run *run, const struct mt_device_report *rep)
+static void fill_run(struct mt_compare_run *run, const struct mt_report *rep)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	size_t i;
 
 	run->device = d->device;
@@ -118,7 +118,7 @@ static void fill_run(struct mt_compare_run *run, const struct mt_device_report *
 	}
 }
 
-static int join_ranges(struct mt_compare *c, const struct mt_device_report rep[2])
+static int join_ranges(struct mt_compare *c, const struct mt_report rep[2])
 {
 	struct table t = { 0 };
 	size_t i;
@@ -209,7 +209,7 @@ static int by_bytes_alone(const void *x, const void *y)
 }
 
 /* Bytes live at each run's peak per name, the most changed first. */
-static int join_at_peak(struct mt_compare *c, const struct mt_device_report rep[2])
+static int join_at_peak(struct mt_compare *c, const struct mt_report rep[2])
 {
 	struct table t = { 0 };
 	char buf[512];
@@ -241,7 +241,7 @@ oom:
 }
 
 /* (call site, size) pairs allocated in one run only. */
-static int join_only(struct mt_compare *c, const struct mt_device_report rep[2])
+static int join_only(struct mt_compare *c, const struct mt_report rep[2])
 {
 	struct table t = { 0 };
 	char buf[512], key[600];
@@ -286,7 +286,7 @@ oom:
 int mt_compare_build(struct mt_compare *c, struct mt_reader *a, struct mt_reader *b, char *err,
                      size_t errlen)
 {
-	struct mt_device_report rep[2];
+	struct mt_report rep[2];
 	struct mt_report_options opt = { 0 };
 	struct mt_reader *r[2] = { a, b };
 	int side, rc = 0;
@@ -294,7 +294,7 @@ int mt_compare_build(struct mt_compare *c, struct mt_reader *a, struct mt_reader
 	memset(c, 0, sizeof(*c));
 	memset(rep, 0, sizeof(rep));
 	for (side = 0; side < 2 && rc == 0; side++) {
-		rc = mt_device_report_build(&rep[side], r[side], 0, &opt, err, errlen);
+		rc = mt_report_build(&rep[side], r[side], 0, &opt, err, errlen);
 		if (rc == 0)
 			fill_run(&c->run[side], &rep[side]);
 	}
@@ -304,7 +304,7 @@ int mt_compare_build(struct mt_compare *c, struct mt_reader *a, struct mt_reader
 	if (rc == 0)
 		qsort(c->ranges, c->nranges, sizeof(*c->ranges), by_range_bytes);
 	for (side = 0; side < 2; side++)
-		mt_device_report_release(&rep[side]);
+		mt_report_release(&rep[side]);
 	if (rc < 0)
 		mt_compare_release(c);
 	return rc;

@@ -5,24 +5,10 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze-private.h"
-
-int an_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 int an_grow(void **p, size_t *cap, size_t n, size_t size)
 {
@@ -80,7 +66,7 @@ int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err
 	return 0;
 }
 
-int mt_device_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1)
+int mt_analyze_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1)
 {
 	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
 	int rc = device_stats(r, device, st);
@@ -154,7 +140,7 @@ int mt_samples_load(struct mt_reader *r, uint32_t device, struct mt_sample **out
 
 /* The processes with allocations on the device, and the events we keep. */
 struct collect {
-	struct mt_device_data *d;
+	struct mt_analysis *d;
 	uint32_t *procs;
 	size_t nprocs;
 	size_t cap;
@@ -184,7 +170,7 @@ static int note_process(struct collect *c, uint32_t p)
 static int add_range(void *data, const struct mt_event *ev)
 {
 	struct collect *c = data;
-	struct mt_device_data *d = c->d;
+	struct mt_analysis *d = c->d;
 	if (!has_process(c, ev->process))
 		return 0;
 	if (an_grow((void **)&d->ranges, &c->range_cap, d->nranges, sizeof(*d->ranges)) < 0)
@@ -204,7 +190,7 @@ static int add_range(void *data, const struct mt_event *ev)
 static int add_fail(void *data, const struct mt_event *ev)
 {
 	struct collect *c = data;
-	struct mt_device_data *d = c->d;
+	struct mt_analysis *d = c->d;
 
 	if (an_grow((void **)&d->fails, &c->fail_cap, d->nfails, sizeof(*d->fails)) < 0)
 		return -ENOMEM;
@@ -222,14 +208,14 @@ static int add_fail(void *data, const struct mt_event *ev)
 	return note_process(c, ev->process);
 }
 
-static int lifetimes(struct mt_device_data *d, unsigned layer, struct mt_lifetime **out, size_t *n)
+static int lifetimes(struct mt_analysis *d, unsigned layer, struct mt_lifetime **out, size_t *n)
 {
 	struct mt_query q = { .device = d->device };
 
 	return mt_reader_lifetimes(d->r, &q, layer, out, n);
 }
 
-static int load_events(struct mt_device_data *d)
+static int load_events(struct mt_analysis *d)
 {
 	struct mt_query fq = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC_FAILED), .device = d->device };
 	struct mt_query rq = { .kinds = MT_KIND_BIT(MT_EVENT_RANGE) };
@@ -251,8 +237,8 @@ static int load_events(struct mt_device_data *d)
 	return rc;
 }
 
-int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t device, char *err,
-                        size_t errlen)
+int mt_analysis_load(struct mt_analysis *d, struct mt_reader *r, uint32_t device, char *err,
+                     size_t errlen)
 {
 	int rc;
 
@@ -274,7 +260,7 @@ int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t 
 	d->dev = mt_reader_device_by_id(r, device);
 	if (!d->dev)
 		return an_fail(err, errlen, -EINVAL, "the trace has no device %u", device);
-	rc = mt_device_span(r, device, &d->t0, &d->t1);
+	rc = mt_analyze_span(r, device, &d->t0, &d->t1);
 	if (rc == 0)
 		rc = mt_reader_request_layer(r, &d->layer);
 	if (rc == 0)
@@ -291,12 +277,12 @@ int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t 
 		rc = load_events(d);
 	if (rc < 0) {
 		rc = reader_fail(r, rc, err, errlen);
-		mt_device_data_release(d);
+		mt_analysis_release(d);
 	}
 	return rc;
 }
 
-void mt_device_data_release(struct mt_device_data *d)
+void mt_analysis_release(struct mt_analysis *d)
 {
 	free(d->live);
 	free(d->seg);

@@ -1,7 +1,7 @@
 /* memtrace-analyze.h — what used the memory: the computations behind
  * `memtrace report` and the viewer's anatomy.
  *
- * One device of a trace at a time. mt_device_data_load reads what the
+ * One device of a trace at a time. mt_analysis_load reads what the
  * analyses need (lifetimes of the request and driver layers, samples, the
  * NVTX ranges of the device's processes, failed allocations); the pieces
  * below work on that data:
@@ -16,7 +16,7 @@
  *    was live and which saved replays would have fit;
  *  - segment maps of the recorded allocator at a moment;
  *  - call-site strings (one frame per line, innermost first).
- * mt_device_report_build runs them all in a few passes over the data.
+ * mt_report_build runs them all in a few passes over the data.
  *
  * Times are nanoseconds on the trace's clock. Errors are negative errno
  * values (-ENOMEM, -ENOENT nothing to analyse, or what the reader returned)
@@ -60,7 +60,7 @@ struct mt_failure {
 	uint8_t layer, api;
 };
 
-struct mt_device_data {
+struct mt_analysis {
 	struct mt_reader *r;
 	const struct mt_device *dev;
 	uint32_t device;
@@ -90,16 +90,16 @@ int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err
 /* The first memory event (alloc, free, alloc_failed, range, sample, pool)
  * and the last event of any kind on the device; t0 = t1 = 0 when none.
  * "Time since the start" in reports and pictures counts from t0. */
-int mt_device_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1);
+int mt_analyze_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1);
 
 /* Loads device (0 = the first that mt_analyze_devices lists) of r into d.
  * Lifetimes are as mt_reader_lifetimes gives them (a NO_ALLOC one has
  * start MT_TIME_UNKNOWN, a NO_FREE one end MT_TIME_UNKNOWN). -ENOENT when
- * the device holds no allocations. Release with mt_device_data_release. */
-int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t device, char *err,
-                        size_t errlen);
+ * the device holds no allocations. Release with mt_analysis_release. */
+int mt_analysis_load(struct mt_analysis *d, struct mt_reader *r, uint32_t device, char *err,
+                     size_t errlen);
 /* Frees what d holds (not the reader); accepts a zeroed d. */
-void mt_device_data_release(struct mt_device_data *d);
+void mt_analysis_release(struct mt_analysis *d);
 
 /* Reads the samples of device (0 = all) in time order; *out malloc'd. */
 int mt_samples_load(struct mt_reader *r, uint32_t device, struct mt_sample **out, size_t *n);
@@ -287,8 +287,8 @@ struct mt_report_options {
 	void *progress_data;
 };
 
-struct mt_device_report {
-	struct mt_device_data data;
+struct mt_report {
+	struct mt_analysis data;
 	uint64_t peak_bytes, peak_at; /* of the live layer */
 	uint64_t at;                  /* the moment asked (absolute), = peak_at by default */
 	struct mt_anatomy anatomy;    /* at `at` */
@@ -314,12 +314,12 @@ struct mt_device_report {
 };
 
 /* Builds the report of device (0 = the first with allocations) of r.
- * Returns 0, -EINVAL when the moment asked lies after the trace, or what
- * loading returned, with a message. Release with mt_device_report_release. */
-int mt_device_report_build(struct mt_device_report *rep, struct mt_reader *r, uint32_t device,
-                           const struct mt_report_options *opt, char *err, size_t errlen);
+ * Returns 0, -ERANGE when the moment asked lies after the trace, or what
+ * loading returned, with a message. Release with mt_report_release. */
+int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
+                    const struct mt_report_options *opt, char *err, size_t errlen);
 /* Accepts a zeroed report. */
-void mt_device_report_release(struct mt_device_report *rep);
+void mt_report_release(struct mt_report *rep);
 
 /* ---- two runs compared --------------------------------------------------- */
 

@@ -33,7 +33,7 @@ static bool same_spec(const struct mt_replay_record *a, const struct mt_replay_r
 
 /* The latest saved replay of the device per policy and parameters, in the
  * order each was first saved. */
-static int saved_replays(struct mt_device_report *rep)
+static int saved_replays(struct mt_report *rep)
 {
 	const struct mt_replay_record *recs = NULL;
 	size_t n = 0, i, j;
@@ -67,9 +67,9 @@ static bool live_then(const struct mt_lifetime *l, const void *data)
 	return mt_lifetime_live_at(l, *(const uint64_t *)data);
 }
 
-static int explain(struct mt_device_report *rep, struct mt_report_oom *o, char *err, size_t errlen)
+static int explain(struct mt_report *rep, struct mt_report_oom *o, char *err, size_t errlen)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	struct mt_anatomy a;
 	size_t j;
 	int rc;
@@ -94,9 +94,9 @@ static int explain(struct mt_device_report *rep, struct mt_report_oom *o, char *
 	return 0;
 }
 
-int an_ooms(struct mt_device_report *rep, char *err, size_t errlen)
+int an_ooms(struct mt_report *rep, char *err, size_t errlen)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	size_t i;
 	int rc = saved_replays(rep);
 

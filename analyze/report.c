@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyze-private.h"
+#include "memtrace-common.h"
 
 static bool live_then(const struct mt_lifetime *l, const void *data)
 {
@@ -28,9 +29,9 @@ static void stage(const struct mt_report_options *opt, uint64_t done)
 }
 
 /* Attribution at the peak and the allocations never freed. */
-static void tally(struct mt_device_report *rep)
+static void tally(struct mt_report *rep)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	size_t i;
 
 	for (i = 0; i < d->nlive; i++) {
@@ -48,14 +49,14 @@ static void tally(struct mt_device_report *rep)
 	rep->nnever_freed = an_largest(rep, never_freed, NULL, rep->never_freed, MT_REPORT_TOP);
 }
 
-int mt_device_report_build(struct mt_device_report *rep, struct mt_reader *r, uint32_t device,
-                           const struct mt_report_options *opt, char *err, size_t errlen)
+int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
+                    const struct mt_report_options *opt, char *err, size_t errlen)
 {
-	struct mt_device_data *d = &rep->data;
+	struct mt_analysis *d = &rep->data;
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
-	rc = mt_device_data_load(d, r, device, err, errlen);
+	rc = mt_analysis_load(d, r, device, err, errlen);
 	if (rc < 0)
 		return rc;
 	stage(opt, 0);
@@ -95,11 +96,11 @@ int mt_device_report_build(struct mt_device_report *rep, struct mt_reader *r, ui
 	stage(opt, 100);
 	return 0;
 fail:
-	mt_device_report_release(rep);
+	mt_report_release(rep);
 	return rc;
 }
 
-void mt_device_report_release(struct mt_device_report *rep)
+void mt_report_release(struct mt_report *rep)
 {
 	size_t i;
 
@@ -109,6 +110,6 @@ void mt_device_report_release(struct mt_device_report *rep)
 	free(rep->replays);
 	free(rep->ranges);
 	free(rep->range_of);
-	mt_device_data_release(&rep->data);
+	mt_analysis_release(&rep->data);
 	memset(rep, 0, sizeof(*rep));
 }

@@ -5,11 +5,11 @@
 
 #include "analyze-private.h"
 
-size_t an_largest(const struct mt_device_report *rep,
+size_t an_largest(const struct mt_report *rep,
                   bool (*keep)(const struct mt_lifetime *l, const void *data), const void *data,
                   struct mt_report_alloc *out, size_t n)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	size_t i, k = 0, j;
 
 	if (!n)

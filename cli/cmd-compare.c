@@ -12,6 +12,7 @@
 #include "cli-util.h"
 #include "commands.h"
 #include "memtrace-analyze.h"
+#include "memtrace-common.h"
 
 #define CMD "compare"
 
@@ -191,7 +192,7 @@ static int print_json(const struct mt_compare *c, const char *pa, const char *pb
 	                                sites_json(c->at_peak, c->nat_peak), "only_in", only));
 }
 
-int mt_cmd_compare(int argc, char **argv)
+int cli_cmd_compare(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "json", no_argument, NULL, 'j' },

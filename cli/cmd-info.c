@@ -13,6 +13,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-common.h"
 
 #define CMD "info"
 
@@ -279,7 +280,7 @@ static json_t *info_json(struct info *in)
 	return o;
 }
 
-int mt_cmd_info(int argc, char **argv)
+int cli_cmd_info(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "json", no_argument, NULL, 'j' },

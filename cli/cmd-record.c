@@ -8,6 +8,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-common.h"
 #include "memtrace-recorder.h"
 
 static const char usage_text[] =
@@ -78,7 +79,7 @@ static void print_summary(const char *path)
 	        (unsigned long long)s.dropped);
 }
 
-int mt_cmd_record(int argc, char **argv)
+int cli_cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },

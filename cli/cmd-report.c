@@ -15,6 +15,7 @@
 #include "cli-util.h"
 #include "commands.h"
 #include "memtrace-analyze.h"
+#include "memtrace-common.h"
 
 #define CMD "report"
 /* traces with more events than this show progress on a terminal */
@@ -87,7 +88,7 @@ static void range_name(struct mt_reader *r, uint32_t name, uint32_t domain, char
 	         d ? "]" : "");
 }
 
-static uint64_t since(const struct mt_device_report *rep, uint64_t ts)
+static uint64_t since(const struct mt_report *rep, uint64_t ts)
 {
 	return ts > rep->data.t0 ? ts - rep->data.t0 : 0;
 }
@@ -109,8 +110,8 @@ static double pct(double part, double whole)
 	return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
-static void print_alloc_line(const struct mt_device_report *rep, size_t k,
-                             const struct mt_report_alloc *a, uint64_t at)
+static void print_alloc_line(const struct mt_report *rep, size_t k, const struct mt_report_alloc *a,
+                             uint64_t at)
 {
 	struct mt_reader *r = rep->data.r;
 	const struct mt_lifetime *l = a->l;
@@ -130,8 +131,8 @@ static void print_alloc_line(const struct mt_device_report *rep, size_t k,
 	       a->range ? (site ? "  in " : "in ") : "", a->range ? range : "");
 }
 
-static void print_allocs(const struct mt_device_report *rep, const struct mt_report_alloc *v,
-                         size_t n, uint64_t at, bool ages)
+static void print_allocs(const struct mt_report *rep, const struct mt_report_alloc *v, size_t n,
+                         uint64_t at, bool ages)
 {
 	size_t k;
 
@@ -141,7 +142,7 @@ static void print_allocs(const struct mt_device_report *rep, const struct mt_rep
 		print_alloc_line(rep, k, &v[k], at);
 }
 
-static void print_anatomy(const struct mt_device_report *rep, bool at_set)
+static void print_anatomy(const struct mt_report *rep, bool at_set)
 {
 	const struct mt_anatomy *a = &rep->anatomy;
 	char b[32], c[32];
@@ -189,7 +190,7 @@ static void print_anatomy(const struct mt_device_report *rep, bool at_set)
 		       pct((double)a->part[MT_PART_CONTEXT], (double)a->process_bytes));
 }
 
-static void print_ranges(const struct mt_device_report *rep)
+static void print_ranges(const struct mt_report *rep)
 {
 	char name[256], b[32], c[32], d[32];
 	size_t i, n = rep->nranges < MT_REPORT_TOP ? rep->nranges : MT_REPORT_TOP;
@@ -221,9 +222,9 @@ static void print_ranges(const struct mt_device_report *rep)
 	}
 }
 
-static void print_oom(const struct mt_device_report *rep, const struct mt_report_oom *o)
+static void print_oom(const struct mt_report *rep, const struct mt_report_oom *o)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	char a[32], b[32], c[32], frame[512];
 	const char *site = site_frame(d->r, o->f->site, frame, sizeof(frame));
 	size_t k;
@@ -252,9 +253,9 @@ static void print_oom(const struct mt_device_report *rep, const struct mt_report
 	}
 }
 
-static void print_device(const struct mt_device_report *rep, bool at_set)
+static void print_device(const struct mt_report *rep, bool at_set)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	const char *capture = mt_reader_meta(d->r, "capture");
 	const char *what = d->layer == MT_LAYER_REQUEST ? "tensors" : "allocations";
 	char a[32], b[32];
@@ -301,8 +302,7 @@ static json_t *jstr(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-static json_t *alloc_json(const struct mt_device_report *rep, const struct mt_report_alloc *a,
-                          uint64_t at)
+static json_t *alloc_json(const struct mt_report *rep, const struct mt_report_alloc *a, uint64_t at)
 {
 	struct mt_reader *r = rep->data.r;
 	const struct mt_lifetime *l = a->l;
@@ -331,8 +331,8 @@ static json_t *alloc_json(const struct mt_device_report *rep, const struct mt_re
 	return o;
 }
 
-static json_t *allocs_json(const struct mt_device_report *rep, const struct mt_report_alloc *v,
-                           size_t n, uint64_t at)
+static json_t *allocs_json(const struct mt_report *rep, const struct mt_report_alloc *v, size_t n,
+                           uint64_t at)
 {
 	json_t *arr = json_array();
 	size_t i;
@@ -342,7 +342,7 @@ static json_t *allocs_json(const struct mt_device_report *rep, const struct mt_r
 	return arr;
 }
 
-static json_t *anatomy_json(const struct mt_device_report *rep)
+static json_t *anatomy_json(const struct mt_report *rep)
 {
 	const struct mt_anatomy *a = &rep->anatomy;
 	json_t *o, *parts;
@@ -365,7 +365,7 @@ static json_t *anatomy_json(const struct mt_device_report *rep)
 	return o;
 }
 
-static json_t *ranges_json(const struct mt_device_report *rep)
+static json_t *ranges_json(const struct mt_report *rep)
 {
 	json_t *arr = json_array();
 	size_t i;
@@ -393,7 +393,7 @@ static json_t *replay_json(const struct mt_report_replay *p)
 	                 jint(p->peak_reserved), "oom_count", jint(p->oom_count));
 }
 
-static json_t *ooms_json(const struct mt_device_report *rep)
+static json_t *ooms_json(const struct mt_report *rep)
 {
 	json_t *arr = json_array();
 	char frame[1024];
@@ -432,9 +432,9 @@ static json_t *ooms_json(const struct mt_device_report *rep)
 	return arr;
 }
 
-static json_t *device_json(const struct mt_device_report *rep, bool at_set)
+static json_t *device_json(const struct mt_report *rep, bool at_set)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	json_t *o = json_object(), *saved = json_array();
 	size_t k;
 
@@ -517,9 +517,9 @@ static int report(struct mt_reader *r, const char *path, bool json,
 		json_object_set_new(top, "capture", jstr(mt_reader_meta(r, "capture")));
 	}
 	for (i = 0; i < n && rc == 0; i++) {
-		struct mt_device_report rep;
+		struct mt_report rep;
 
-		rc = mt_device_report_build(&rep, r, ids[i], &opt, err, sizeof(err));
+		rc = mt_report_build(&rep, r, ids[i], &opt, err, sizeof(err));
 		if (rc < 0)
 			break;
 		cli_progress_done(&prog);
@@ -535,7 +535,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 			printf("\n");
 			print_device(&rep, opt.at_set);
 		}
-		mt_device_report_release(&rep);
+		mt_report_release(&rep);
 	}
 	cli_progress_done(&prog);
 	free(ids);
@@ -552,7 +552,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 	return fflush(stdout) == EOF ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
-int mt_cmd_report(int argc, char **argv)
+int cli_cmd_report(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "json", no_argument, NULL, 'j' },

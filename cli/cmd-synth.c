@@ -1,4 +1,4 @@
-/* memtrace synth — writes a synthetic trace (format/synth.c) for tests,
+/* memtrace synth — writes a synthetic trace (synth/synth.c) for tests,
  * benchmarks and trying the other commands without a GPU. */
 #include "config.h"
 
@@ -9,6 +9,8 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-common.h"
+#include "memtrace-synth.h"
 
 #define CMD "synth"
 
@@ -110,7 +112,7 @@ static int write_trace(const char *path, unsigned pattern, uint64_t events, uint
 	return rc < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
-int mt_cmd_synth(int argc, char **argv)
+int cli_cmd_synth(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "pattern", required_argument, NULL, 'p' },

@@ -12,8 +12,8 @@
 /* Reads the header of a blob (layout version, kind, event count and the
  * length of the uncompressed columns) without decompressing. Returns 0 or
  * -EBADMSG. */
-int mt_chunk_blob_info(const void *blob, size_t blob_len, unsigned *kind, uint64_t *count,
-                       uint64_t *raw_len);
+int fmt_chunk_blob_info(const void *blob, size_t blob_len, unsigned *kind, uint64_t *count,
+                        uint64_t *raw_len);
 
 /* mt_chunk_decode into a buffer the caller keeps and reuses: *events holds
  * room for *capacity events (NULL and 0 at first); a chunk that needs more
@@ -22,8 +22,8 @@ int mt_chunk_blob_info(const void *blob, size_t blob_len, unsigned *kind, uint64
  * caller's to free, and on -EBADMSG *why says what was wrong (a static
  * string). Reusing one buffer spares a fresh multi-MiB allocation, and its
  * page faults, per chunk. */
-int mt_chunk_decode_why(unsigned kind, const void *blob, size_t blob_len, size_t expected,
-                        uint32_t process, uint32_t device, struct mt_event **events,
-                        size_t *capacity, const char **why);
+int fmt_chunk_decode_why(unsigned kind, const void *blob, size_t blob_len, size_t expected,
+                         uint32_t process, uint32_t device, struct mt_event **events,
+                         size_t *capacity, const char **why);
 
 #endif

@@ -939,8 +939,8 @@ static const char *parse_header(const uint8_t *p, const uint8_t *end, unsigned *
 	return NULL;
 }
 
-int mt_chunk_blob_info(const void *blob, size_t blob_len, unsigned *kind, uint64_t *count,
-                       uint64_t *raw_len)
+int fmt_chunk_blob_info(const void *blob, size_t blob_len, unsigned *kind, uint64_t *count,
+                        uint64_t *raw_len)
 {
 	const uint8_t *frame;
 	if (!blob)
@@ -995,9 +995,9 @@ static const char *decompress_blob(unsigned kind, const uint8_t *blob, size_t bl
 	return NULL;
 }
 
-int mt_chunk_decode_why(unsigned kind, const void *blob, size_t blob_len, size_t expected,
-                        uint32_t process, uint32_t device, struct mt_event **events,
-                        size_t *capacity, const char **why)
+int fmt_chunk_decode_why(unsigned kind, const void *blob, size_t blob_len, size_t expected,
+                         uint32_t process, uint32_t device, struct mt_event **events,
+                         size_t *capacity, const char **why)
 {
 	*why = NULL;
 	if (max_bytes_per_event(kind) == 0) {
@@ -1042,8 +1042,8 @@ int mt_chunk_decode(unsigned kind, const void *blob, size_t blob_len, size_t exp
 	struct mt_event *e = NULL;
 	size_t capacity = 0;
 	const char *why;
-	int err = mt_chunk_decode_why(kind, blob, blob_len, expected, process, device, &e,
-	                              &capacity, &why);
+	int err = fmt_chunk_decode_why(kind, blob, blob_len, expected, process, device, &e,
+	                               &capacity, &why);
 	*events = NULL;
 	*n = 0;
 	if (err < 0) {

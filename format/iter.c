@@ -67,9 +67,9 @@ static int list_chunks(struct mt_iter *it, sqlite3_stmt *st, unsigned kind, size
 			.process = (uint32_t)sqlite3_column_int64(st, 1),
 			.device = (uint32_t)sqlite3_column_int64(st, 2),
 			.kind = kind,
-			.first_ts = mt_u64_from_sql(st, 3),
-			.last_ts = mt_u64_from_sql(st, 4),
-			.count = mt_u64_from_sql(st, 5),
+			.first_ts = fmt_u64_from_sql(st, 3),
+			.last_ts = fmt_u64_from_sql(st, 4),
+			.count = fmt_u64_from_sql(st, 5),
 			.codec = sqlite3_column_int64(st, 6),
 		};
 		if (c.last_ts < q->from || (q->to != 0 && c.first_ts >= q->to))
@@ -78,12 +78,14 @@ static int list_chunks(struct mt_iter *it, sqlite3_stmt *st, unsigned kind, size
 			*cap = *cap ? *cap * 2 : 64;
 			struct chunk_ref *nc = realloc(it->chunks, *cap * sizeof(*nc));
 			if (!nc)
-				return mt_message(it->r->message, -ENOMEM, "out of memory");
+				return mt_fail(it->r->message, FMT_MESSAGE_MAX, -ENOMEM,
+				               "out of memory");
 			it->chunks = nc;
 		}
 		it->chunks[it->n_chunks++] = c;
 	}
-	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(it->r, rc, "cannot read the chunk index");
+	return rc == SQLITE_DONE ? 0
+	                         : fmt_reader_sql_fail(it->r, rc, "cannot read the chunk index");
 }
 
 void mt_iter_free(struct mt_iter *it)
@@ -100,12 +102,12 @@ void mt_iter_free(struct mt_iter *it)
 
 int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter **out)
 {
-	if (!out || mt_reader_ready(r) < 0)
+	if (!out || fmt_reader_ready(r) < 0)
 		return -EINVAL;
 	*out = NULL;
 	struct mt_iter *it = calloc(1, sizeof(*it));
 	if (!it)
-		return mt_message(r->message, -ENOMEM, "out of memory");
+		return mt_fail(r->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	it->r = r;
 	if (q)
 		it->q = *q;
@@ -117,7 +119,7 @@ int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter
 	        " FROM chunks WHERE kind = ?1 AND (?2 = 0 OR device = ?2)"
 	        " AND (?3 = 0 OR process = ?3) AND (?4 < 0 OR first_ts < ?4 OR first_ts < 0)",
 	        -1, &st, NULL);
-	int err = rc == SQLITE_OK ? 0 : mt_reader_sql_fail(r, rc, "cannot read the chunk index");
+	int err = rc == SQLITE_OK ? 0 : fmt_reader_sql_fail(r, rc, "cannot read the chunk index");
 	size_t cap = 0;
 	for (unsigned k = 1; err == 0 && k <= MT_EVENT_KIND_MAX; k++)
 		if (kinds & MT_KIND_BIT(k))
@@ -127,7 +129,7 @@ int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter
 		qsort(it->chunks, it->n_chunks, sizeof(*it->chunks), chunk_cmp);
 		it->heap = malloc(it->n_chunks * sizeof(*it->heap));
 		if (!it->heap)
-			err = mt_message(r->message, -ENOMEM, "out of memory");
+			err = mt_fail(r->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	}
 	if (err < 0) {
 		mt_iter_free(it);
@@ -139,8 +141,8 @@ int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter
 
 static int chunk_corrupt(struct mt_iter *it, const struct chunk_ref *c, const char *why)
 {
-	return mt_message(it->r->message, -EBADMSG, "%s: chunk %lld is corrupt (%s)", it->r->path,
-	                  (long long)c->id, why);
+	return mt_fail(it->r->message, FMT_MESSAGE_MAX, -EBADMSG, "%s: chunk %lld is corrupt (%s)",
+	               it->r->path, (long long)c->id, why);
 }
 
 /* Index of the first of n sorted events with ts >= t. */
@@ -172,23 +174,23 @@ static int open_chunk(struct mt_iter *it, const struct chunk_ref *c, struct curs
 		sqlite3_reset(st);
 		if (rc == SQLITE_DONE)
 			return chunk_corrupt(it, c, "row vanished");
-		int err = mt_sqlite_errno(rc);
+		int err = fmt_sqlite_errno(rc);
 		if (err == -EBADMSG)
 			return chunk_corrupt(it, c, sqlite3_errstr(rc));
-		return mt_reader_sql_fail(r, rc, "cannot read a chunk");
+		return fmt_reader_sql_fail(r, rc, "cannot read a chunk");
 	}
 	const void *blob = sqlite3_column_blob(st, 0);
 	size_t len = (size_t)sqlite3_column_bytes(st, 0);
 	size_t n = (size_t)c->count;
 	const char *why;
-	int err = mt_chunk_decode_why(c->kind, blob, len, n, c->process, c->device,
-	                              &it->spare.events, &it->spare.capacity, &why);
+	int err = fmt_chunk_decode_why(c->kind, blob, len, n, c->process, c->device,
+	                               &it->spare.events, &it->spare.capacity, &why);
 	sqlite3_reset(st);
 	if (err == -EBADMSG)
 		return chunk_corrupt(it, c, why);
 	if (err < 0)
-		return mt_message(r->message, err, "%s: cannot decode chunk %lld", r->path,
-		                  (long long)c->id);
+		return mt_fail(r->message, FMT_MESSAGE_MAX, err, "%s: cannot decode chunk %lld",
+		               r->path, (long long)c->id);
 	const struct mt_event *e = it->spare.events;
 	if (n > 0 && (e[0].ts != c->first_ts || e[n - 1].ts != c->last_ts))
 		return chunk_corrupt(it, c, "timestamps differ from its index row");

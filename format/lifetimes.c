@@ -184,7 +184,7 @@ static int visit_lifetime(void *ctx, const struct mt_event *ev)
 int mt_reader_lifetimes(struct mt_reader *r, const struct mt_query *q, unsigned layer,
                         struct mt_lifetime **out, size_t *n)
 {
-	if (!out || !n || mt_reader_ready(r) < 0)
+	if (!out || !n || fmt_reader_ready(r) < 0)
 		return -EINVAL;
 	struct lifetimes_ctx c = { 0 };
 	int err = walk(r, q, layer, visit_lifetime, &c);
@@ -192,7 +192,7 @@ int mt_reader_lifetimes(struct mt_reader *r, const struct mt_query *q, unsigned 
 	if (err < 0) {
 		free(c.out);
 		if (err == -ENOMEM)
-			mt_message(r->message, err, "out of memory");
+			mt_fail(r->message, FMT_MESSAGE_MAX, err, "out of memory");
 		return err;
 	}
 	*out = c.out;
@@ -237,13 +237,13 @@ static int visit_peak(void *ctx, const struct mt_event *ev)
 int mt_reader_peak_live(struct mt_reader *r, const struct mt_query *q, unsigned layer,
                         uint64_t *peak_bytes, uint64_t *peak_ts)
 {
-	if (!peak_bytes || !peak_ts || mt_reader_ready(r) < 0)
+	if (!peak_bytes || !peak_ts || fmt_reader_ready(r) < 0)
 		return -EINVAL;
 	struct peak_ctx c = { .peak_ts = MT_TIME_UNKNOWN };
 	int err = walk(r, q, layer, visit_peak, &c);
 	free(c.live.slots);
 	if (err == -ENOMEM)
-		mt_message(r->message, err, "out of memory");
+		mt_fail(r->message, FMT_MESSAGE_MAX, err, "out of memory");
 	if (err < 0)
 		return err;
 	*peak_bytes = c.peak;
@@ -253,7 +253,7 @@ int mt_reader_peak_live(struct mt_reader *r, const struct mt_query *q, unsigned 
 
 int mt_reader_request_layer(struct mt_reader *r, unsigned *layer)
 {
-	if (!layer || mt_reader_ready(r) < 0)
+	if (!layer || fmt_reader_ready(r) < 0)
 		return -EINVAL;
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(r->db,
@@ -267,7 +267,7 @@ int mt_reader_request_layer(struct mt_reader *r, unsigned *layer)
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return mt_reader_sql_fail(r, rc, "cannot read the chunk index");
+		return fmt_reader_sql_fail(r, rc, "cannot read the chunk index");
 	*layer = rc == SQLITE_ROW ? MT_LAYER_REQUEST : MT_LAYER_DRIVER;
 	return 0;
 }

@@ -462,36 +462,4 @@ int mt_writer_save_replay(struct mt_writer *w, const struct mt_replay_record *re
 int mt_reader_replays(struct mt_reader *r, const struct mt_replay_record **out,
 		      size_t *n);
 
-/* ---- sizes -------------------------------------------------------------- */
-
-/* Parses a size: a number (integer, decimal or exponent form: "1e9", "1.5")
- * followed by an optional unit B, K/KB, M/MB, G/GB, T/TB (powers of 1000),
- * KiB, MiB, GiB, TiB (powers of 1024), case-insensitive, optional space.
- * "24GiB", "512MB", "1e9". Returns 0, or -EINVAL for anything else
- * (empty, negative, garbage, overflow past UINT64_MAX). */
-int mt_size_parse(const char *text, uint64_t *bytes);
-
-/* Formats bytes in binary units with 3 significant digits ("512 B",
- * "1.50 KiB", "23.8 GiB") into buf; returns buf. buflen >= 16 suffices. */
-char *mt_size_format(uint64_t bytes, char *buf, size_t buflen);
-
-/* Formats a duration in ns as "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
-char *mt_duration_format(uint64_t ns, char *buf, size_t buflen);
-
-/* ---- synthetic traces ----------------------------------------------------- */
-
-enum mt_synth_pattern {
-	MT_SYNTH_TRAIN = 0,  /* training loop: weights, activations freed in
-	                        reverse in backward, optimizer states, temporaries */
-	MT_SYNTH_RANDOM = 1, /* random sizes and lifetimes */
-	MT_SYNTH_SMALL = 2,  /* swarms of small allocations */
-};
-
-/* Writes a synthetic trace of about `events` alloc/free events (plus, for
- * the train pattern, kernels and forward/backward/optimizer ranges) into an
- * open writer, deterministic for a seed. Adds its own process and device rows
- * and meta (capture = "synth"). Returns 0 or a negative errno. */
-int mt_synth_write(struct mt_writer *w, unsigned pattern, uint64_t events,
-		   uint64_t seed);
-
 #endif /* MEMTRACE_FORMAT_H */

@@ -33,16 +33,16 @@ struct mt_reader {
 	struct mt_replay_record *replays; /* loaded on first use */
 	size_t n_replays;
 	int replays_loaded;
-	char message[MT_MESSAGE_MAX];
+	char message[FMT_MESSAGE_MAX];
 };
 
 /* Records an SQLite failure while doing `what` as the reader's message and
  * returns its errno (-EBADMSG for a corrupt database). */
-int mt_reader_sql_fail(struct mt_reader *r, int rc, const char *what);
+int fmt_reader_sql_fail(struct mt_reader *r, int rc, const char *what);
 
 /* Starts a call on an open reader: -EINVAL if r is NULL or not open, else
  * 0 with the message cleared (it is "" unless this call fails). */
-static inline int mt_reader_ready(struct mt_reader *r)
+static inline int fmt_reader_ready(struct mt_reader *r)
 {
 	if (!r || !r->db)
 		return -EINVAL;

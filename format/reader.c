@@ -31,12 +31,13 @@ struct mt_reader *mt_reader_new(void)
 	return calloc(1, sizeof(struct mt_reader));
 }
 
-int mt_reader_sql_fail(struct mt_reader *r, int rc, const char *what)
+int fmt_reader_sql_fail(struct mt_reader *r, int rc, const char *what)
 {
-	int err = mt_sqlite_errno(rc);
+	int err = fmt_sqlite_errno(rc);
 	if (err == -ENOENT)
 		err = -EIO;
-	return mt_message(r->message, err, "%s: %s: %s", r->path, what, sqlite3_errmsg(r->db));
+	return mt_fail(r->message, FMT_MESSAGE_MAX, err, "%s: %s: %s", r->path, what,
+	               sqlite3_errmsg(r->db));
 }
 
 static char *dup_column(sqlite3_stmt *st, int col)
@@ -72,7 +73,7 @@ static int open_db(struct mt_reader *r, enum open_mode mode)
 	if (mode == OPEN_IMMUTABLE) {
 		char *uri = immutable_uri(r->path);
 		if (!uri)
-			return mt_message(r->message, -ENOMEM, "out of memory");
+			return mt_fail(r->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
 		rc = sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
 		free(uri);
 	} else {
@@ -80,22 +81,23 @@ static int open_db(struct mt_reader *r, enum open_mode mode)
 		rc = sqlite3_open_v2(r->path, &r->db, flags, NULL);
 	}
 	if (rc != SQLITE_OK) {
-		int err = mt_message(r->message, -EIO, "%s: %s", r->path,
-		                     r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
+		int err = mt_fail(r->message, FMT_MESSAGE_MAX, -EIO, "%s: %s", r->path,
+		                  r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
 		sqlite3_close(r->db);
 		r->db = NULL;
 		return err;
 	}
-	sqlite3_busy_timeout(r->db, MT_BUSY_TIMEOUT_MS);
+	sqlite3_busy_timeout(r->db, FMT_BUSY_TIMEOUT_MS);
 	sqlite3_db_config(r->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	int empty;
-	int err = mt_schema_check(r->db, r->path, &empty, r->message);
+	int err = fmt_schema_check(r->db, r->path, &empty, r->message);
 	if (err == 0) {
 		rc = sqlite3_prepare_v2(r->db, "SELECT blob FROM chunks WHERE id = ?", -1,
 		                        &r->blob_stmt, NULL);
 		if (rc != SQLITE_OK)
-			err = mt_message(r->message, -EBADMSG, "%s is not a memtrace trace (%s)",
-			                 r->path, sqlite3_errmsg(r->db));
+			err = mt_fail(r->message, FMT_MESSAGE_MAX, -EBADMSG,
+			              "%s is not a memtrace trace (%s)", r->path,
+			              sqlite3_errmsg(r->db));
 	}
 	if (err < 0) {
 		sqlite3_close(r->db);
@@ -109,7 +111,7 @@ static int load_meta(struct mt_reader *r)
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(r->db, "SELECT key, value FROM meta ORDER BY key", -1, &st,
 	                            NULL);
-	while (mt_step_row(st, &rc)) {
+	while (fmt_step_row(st, &rc)) {
 		char **m = realloc(r->meta, (r->n_meta + 2) * sizeof(*m));
 		if (!m) {
 			rc = SQLITE_NOMEM;
@@ -123,7 +125,7 @@ static int load_meta(struct mt_reader *r)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read meta");
+	return rc == SQLITE_DONE ? 0 : fmt_reader_sql_fail(r, rc, "cannot read meta");
 }
 
 static int load_processes(struct mt_reader *r)
@@ -133,7 +135,7 @@ static int load_processes(struct mt_reader *r)
 	                            "SELECT id, parent, pid, start_ns, command_line, hostname"
 	                            " FROM processes ORDER BY id",
 	                            -1, &st, NULL);
-	while (mt_step_row(st, &rc)) {
+	while (fmt_step_row(st, &rc)) {
 		struct mt_process *p = realloc(r->processes, (r->n_processes + 1) * sizeof(*p));
 		if (!p) {
 			rc = SQLITE_NOMEM;
@@ -145,7 +147,7 @@ static int load_processes(struct mt_reader *r)
 			.id = (uint32_t)sqlite3_column_int64(st, 0),
 			.parent = (uint32_t)sqlite3_column_int64(st, 1),
 			.pid = sqlite3_column_int64(st, 2),
-			.start_ns = mt_u64_from_sql(st, 3),
+			.start_ns = fmt_u64_from_sql(st, 3),
 			.command_line = dup_column(st, 4),
 			.hostname = dup_column(st, 5),
 		};
@@ -153,7 +155,7 @@ static int load_processes(struct mt_reader *r)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read processes");
+	return rc == SQLITE_DONE ? 0 : fmt_reader_sql_fail(r, rc, "cannot read processes");
 }
 
 static int load_devices(struct mt_reader *r)
@@ -163,7 +165,7 @@ static int load_devices(struct mt_reader *r)
 	                            "SELECT id, ordinal, total_bytes, name, uuid, driver_version,"
 	                            " cuda_version FROM devices ORDER BY id",
 	                            -1, &st, NULL);
-	while (mt_step_row(st, &rc)) {
+	while (fmt_step_row(st, &rc)) {
 		struct mt_device *d = realloc(r->devices, (r->n_devices + 1) * sizeof(*d));
 		if (!d) {
 			rc = SQLITE_NOMEM;
@@ -174,7 +176,7 @@ static int load_devices(struct mt_reader *r)
 		*d = (struct mt_device){
 			.id = (uint32_t)sqlite3_column_int64(st, 0),
 			.ordinal = (uint32_t)sqlite3_column_int64(st, 1),
-			.total_bytes = mt_u64_from_sql(st, 2),
+			.total_bytes = fmt_u64_from_sql(st, 2),
 			.name = dup_column(st, 3),
 			.uuid = dup_column(st, 4),
 			.driver_version = dup_column(st, 5),
@@ -184,7 +186,7 @@ static int load_devices(struct mt_reader *r)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read devices");
+	return rc == SQLITE_DONE ? 0 : fmt_reader_sql_fail(r, rc, "cannot read devices");
 }
 
 static void free_tables(struct mt_reader *r)
@@ -220,7 +222,7 @@ int mt_reader_open(struct mt_reader *r, const char *path)
 	r->path = strdup(path);
 	if (!r->path)
 		return -ENOMEM;
-	int err = mt_schema_check_file(path, r->message);
+	int err = fmt_schema_check_file(path, r->message);
 	for (enum open_mode m = OPEN_READONLY; err == 0 && m <= OPEN_IMMUTABLE; m++) {
 		err = open_db(r, m);
 		if (err == 0 || err == -EBADMSG || err == -ENOTSUP || err == -ENOMEM)
@@ -323,7 +325,7 @@ static int load_strings(struct mt_reader *r)
 	size_t cap = 0;
 	int rc = sqlite3_prepare_v2(r->db, "SELECT id, value FROM strings ORDER BY id", -1, &st,
 	                            NULL);
-	while (mt_step_row(st, &rc)) {
+	while (fmt_step_row(st, &rc)) {
 		if (r->n_strings == cap) {
 			cap = cap ? cap * 2 : 256;
 			struct string_row *s = realloc(r->strings, cap * sizeof(*s));
@@ -344,7 +346,7 @@ static int load_strings(struct mt_reader *r)
 	}
 	sqlite3_finalize(st);
 	r->strings_loaded = 1;
-	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read strings");
+	return rc == SQLITE_DONE ? 0 : fmt_reader_sql_fail(r, rc, "cannot read strings");
 }
 
 const char *mt_reader_string(struct mt_reader *r, uint32_t id)
@@ -369,7 +371,7 @@ const char *mt_reader_string(struct mt_reader *r, uint32_t id)
 int mt_reader_kind_stats(struct mt_reader *r, const struct mt_query *q,
                          struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1])
 {
-	if (!stats || mt_reader_ready(r) < 0)
+	if (!stats || fmt_reader_ready(r) < 0)
 		return -EINVAL;
 	for (unsigned k = 0; k <= MT_EVENT_KIND_MAX; k++)
 		stats[k] = (struct mt_kind_stats){ .first_ts = MT_TIME_UNKNOWN };
@@ -383,20 +385,20 @@ int mt_reader_kind_stats(struct mt_reader *r, const struct mt_query *q,
 		sqlite3_bind_int64(st, 1, q ? q->device : 0);
 		sqlite3_bind_int64(st, 2, q ? q->process : 0);
 	}
-	while (mt_step_row(st, &rc)) {
+	while (fmt_step_row(st, &rc)) {
 		int64_t kind = sqlite3_column_int64(st, 0);
 		if (kind < 1 || kind > MT_EVENT_KIND_MAX)
 			continue;
 		struct mt_kind_stats *s = &stats[kind];
-		uint64_t first = mt_u64_from_sql(st, 3), last = mt_u64_from_sql(st, 4);
-		s->events += mt_u64_from_sql(st, 1);
+		uint64_t first = fmt_u64_from_sql(st, 3), last = fmt_u64_from_sql(st, 4);
+		s->events += fmt_u64_from_sql(st, 1);
 		s->chunks++;
-		s->blob_bytes += mt_u64_from_sql(st, 2);
+		s->blob_bytes += fmt_u64_from_sql(st, 2);
 		s->first_ts = first < s->first_ts ? first : s->first_ts;
 		s->last_ts = last > s->last_ts ? last : s->last_ts;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : mt_reader_sql_fail(r, rc, "cannot read the chunk index");
+	return rc == SQLITE_DONE ? 0 : fmt_reader_sql_fail(r, rc, "cannot read the chunk index");
 }
 
 /* Decodes a replay's series blob (codec 0: little-endian u64 triples). */
@@ -404,12 +406,12 @@ static int load_series(struct mt_reader *r, struct mt_replay_record *rec, int co
                        const unsigned char *blob, size_t len)
 {
 	if (codec != 0 || len % 24 != 0)
-		return mt_message(r->message, -EBADMSG, "%s: replay %lld has a corrupt series",
-		                  r->path, (long long)rec->id);
+		return mt_fail(r->message, FMT_MESSAGE_MAX, -EBADMSG,
+		               "%s: replay %lld has a corrupt series", r->path, (long long)rec->id);
 	size_t n = len / 24;
 	struct mt_series_point *s = malloc((n ? n : 1) * sizeof(*s));
 	if (!s)
-		return mt_message(r->message, -ENOMEM, "out of memory");
+		return mt_fail(r->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v[3] = { 0, 0, 0 };
 		for (int k = 0; k < 3; k++)
@@ -430,7 +432,7 @@ static int load_replays(struct mt_reader *r)
 	                            "SELECT id, device, created_ns, policy, backend, params,"
 	                            " result_json, series_codec, series FROM replays ORDER BY id",
 	                            -1, &st, NULL);
-	while (err == 0 && mt_step_row(st, &rc)) {
+	while (err == 0 && fmt_step_row(st, &rc)) {
 		struct mt_replay_record *rec =
 		        realloc(r->replays, (r->n_replays + 1) * sizeof(*rec));
 		if (!rec) {
@@ -442,7 +444,7 @@ static int load_replays(struct mt_reader *r)
 		*rec = (struct mt_replay_record){
 			.id = sqlite3_column_int64(st, 0),
 			.device = (uint32_t)sqlite3_column_int64(st, 1),
-			.created_ns = mt_u64_from_sql(st, 2),
+			.created_ns = fmt_u64_from_sql(st, 2),
 			.policy = dup_column(st, 3),
 			.backend = dup_column(st, 4),
 			.params = dup_column(st, 5),
@@ -457,7 +459,7 @@ static int load_replays(struct mt_reader *r)
 	}
 	sqlite3_finalize(st);
 	if (err == 0 && rc != SQLITE_DONE)
-		err = mt_reader_sql_fail(r, rc, "cannot read replays");
+		err = fmt_reader_sql_fail(r, rc, "cannot read replays");
 	if (err < 0)
 		free_replays(r);
 	return err;
@@ -465,7 +467,7 @@ static int load_replays(struct mt_reader *r)
 
 int mt_reader_replays(struct mt_reader *r, const struct mt_replay_record **out, size_t *n)
 {
-	if (!out || !n || mt_reader_ready(r) < 0)
+	if (!out || !n || fmt_reader_ready(r) < 0)
 		return -EINVAL;
 	if (!r->replays_loaded) {
 		int err = load_replays(r);

@@ -9,49 +9,49 @@
 
 #include <sqlite3.h>
 
-#define MT_MESSAGE_MAX 512
+#include "memtrace-common.h"
+
+/* Room for a handle's one-line message (mt_fail). */
+#define FMT_MESSAGE_MAX 512
 
 /* Busy timeout of every connection: long enough for several recording
  * processes to take turns committing chunks. */
-#define MT_BUSY_TIMEOUT_MS 10000
-
-/* Formats a message into msg (MT_MESSAGE_MAX bytes) and returns err. */
-int mt_message(char *msg, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define FMT_BUSY_TIMEOUT_MS 10000
 
 /* errno for an SQLite result code: -EBADMSG for corrupt or non-database
  * files, -ENOMEM, -ENOENT for files that cannot be opened, else -EIO. */
-int mt_sqlite_errno(int rc);
+int fmt_sqlite_errno(int rc);
 
 /* Checks a file before SQLite sees it: -ENOENT missing, -EBADMSG empty, not
  * a regular file, no SQLite header or cut short (the header's page count
  * says it is longer and no -wal file holds the rest). */
-int mt_schema_check_file(const char *path, char *msg);
+int fmt_schema_check_file(const char *path, char *msg);
 
 /* Checks that db is a memtrace trace this version can read: the schema's
  * tables exist and meta's format_version is 1..MT_FORMAT_VERSION. *empty is
  * set when the database holds no table at all (a new file). */
-int mt_schema_check(sqlite3 *db, const char *path, int *empty, char *msg);
+int fmt_schema_check(sqlite3 *db, const char *path, int *empty, char *msg);
 
 /* Creates the v1 schema in an empty database (inside the caller's
  * transaction) and sets format_version and memtrace_version. */
-int mt_schema_create(sqlite3 *db, const char *path, char *msg);
+int fmt_schema_create(sqlite3 *db, const char *path, char *msg);
 
 /* Stores a uint64_t in an INTEGER column (two's complement for values past
  * INT64_MAX) and reads it back. */
-static inline int64_t mt_u64_to_sql(uint64_t v)
+static inline int64_t fmt_u64_to_sql(uint64_t v)
 {
 	return (int64_t)v;
 }
 
-static inline uint64_t mt_u64_from_sql(sqlite3_stmt *st, int col)
+static inline uint64_t fmt_u64_from_sql(sqlite3_stmt *st, int col)
 {
 	return (uint64_t)sqlite3_column_int64(st, col);
 }
 
 /* Steps st while *rc says the statement is still good (prepared or on a
  * row); true while it yields rows. Loops read
- * `while (mt_step_row(st, &rc))` and end with rc SQLITE_DONE on success. */
-static inline int mt_step_row(sqlite3_stmt *st, int *rc)
+ * `while (fmt_step_row(st, &rc))` and end with rc SQLITE_DONE on success. */
+static inline int fmt_step_row(sqlite3_stmt *st, int *rc)
 {
 	if (*rc != SQLITE_OK && *rc != SQLITE_ROW)
 		return 0;

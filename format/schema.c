@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,16 +39,7 @@ static const char *const required_tables[] = { "meta",    "processes", "devices"
 	                                       "strings", "chunks",    "replays" };
 #define N_REQUIRED (sizeof(required_tables) / sizeof(required_tables[0]))
 
-int mt_message(char *msg, int err, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, MT_MESSAGE_MAX, fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-int mt_sqlite_errno(int rc)
+int fmt_sqlite_errno(int rc)
 {
 	switch (rc & 0xff) {
 	case SQLITE_NOTADB:
@@ -87,29 +77,31 @@ static int has_wal(const char *path)
 	return ok;
 }
 
-int mt_schema_check_file(const char *path, char *msg)
+int fmt_schema_check_file(const char *path, char *msg)
 {
 	struct stat st;
 	if (stat(path, &st) != 0) {
 		int e = errno;
-		return mt_message(msg, e == ENOENT ? -ENOENT : -e, "%s: %s", path, strerror(e));
+		return mt_fail(msg, FMT_MESSAGE_MAX, e == ENOENT ? -ENOENT : -e, "%s: %s", path,
+		               strerror(e));
 	}
 	if (!S_ISREG(st.st_mode))
-		return mt_message(msg, -EBADMSG, "%s is not a memtrace trace (not a regular file)",
-		                  path);
+		return mt_fail(msg, FMT_MESSAGE_MAX, -EBADMSG,
+		               "%s is not a memtrace trace (not a regular file)", path);
 	if (st.st_size == 0)
-		return mt_message(msg, -EBADMSG, "%s is not a memtrace trace (empty file)", path);
+		return mt_fail(msg, FMT_MESSAGE_MAX, -EBADMSG,
+		               "%s is not a memtrace trace (empty file)", path);
 	unsigned char h[100];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		return mt_message(msg, -e, "%s: %s", path, strerror(e));
+		return mt_fail(msg, FMT_MESSAGE_MAX, -e, "%s: %s", path, strerror(e));
 	}
 	ssize_t got = read(fd, h, sizeof(h));
 	close(fd);
 	if (got < (ssize_t)sizeof(h) || memcmp(h, "SQLite format 3", 16) != 0)
-		return mt_message(msg, -EBADMSG,
-		                  "%s is not a memtrace trace (not an SQLite database)", path);
+		return mt_fail(msg, FMT_MESSAGE_MAX, -EBADMSG,
+		               "%s is not a memtrace trace (not an SQLite database)", path);
 	/* The page count in the header is valid when its "version valid for"
 	 * matches the change counter (SQLite file format, section 1.3.7). */
 	uint32_t page_size = (uint32_t)h[16] << 8 | h[17];
@@ -117,14 +109,14 @@ int mt_schema_check_file(const char *path, char *msg)
 	uint64_t pages = be32(h + 28);
 	if (be32(h + 92) == be32(h + 24) && pages * page_bytes > (uint64_t)st.st_size &&
 	    !has_wal(path))
-		return mt_message(msg, -EBADMSG,
-		                  "%s is not a memtrace trace (file cut short: %llu of %llu bytes)",
-		                  path, (unsigned long long)st.st_size,
-		                  (unsigned long long)(pages * page_bytes));
+		return mt_fail(msg, FMT_MESSAGE_MAX, -EBADMSG,
+		               "%s is not a memtrace trace (file cut short: %llu of %llu bytes)",
+		               path, (unsigned long long)st.st_size,
+		               (unsigned long long)(pages * page_bytes));
 	return 0;
 }
 
-int mt_schema_check(sqlite3 *db, const char *path, int *empty, char *msg)
+int fmt_schema_check(sqlite3 *db, const char *path, int *empty, char *msg)
 {
 	sqlite3_stmt *st = NULL;
 	int found[N_REQUIRED] = { 0 };
@@ -132,7 +124,7 @@ int mt_schema_check(sqlite3 *db, const char *path, int *empty, char *msg)
 	*empty = 0;
 	rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &st,
 	                        NULL);
-	while (mt_step_row(st, &rc)) {
+	while (fmt_step_row(st, &rc)) {
 		const char *name = (const char *)sqlite3_column_text(st, 0);
 		tables++;
 		for (size_t i = 0; name && i < N_REQUIRED; i++)
@@ -141,34 +133,35 @@ int mt_schema_check(sqlite3 *db, const char *path, int *empty, char *msg)
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
-		int err = mt_sqlite_errno(rc);
+		int err = fmt_sqlite_errno(rc);
 		if (err == -EBADMSG)
-			return mt_message(msg, err, "%s is not a memtrace trace (%s)", path,
-			                  sqlite3_errstr(rc));
-		return mt_message(msg, err, "%s: %s", path, sqlite3_errmsg(db));
+			return mt_fail(msg, FMT_MESSAGE_MAX, err, "%s is not a memtrace trace (%s)",
+			               path, sqlite3_errstr(rc));
+		return mt_fail(msg, FMT_MESSAGE_MAX, err, "%s: %s", path, sqlite3_errmsg(db));
 	}
 	if (tables == 0) {
 		*empty = 1;
-		return mt_message(msg, -EBADMSG, "%s is not a memtrace trace (empty database)",
-		                  path);
+		return mt_fail(msg, FMT_MESSAGE_MAX, -EBADMSG,
+		               "%s is not a memtrace trace (empty database)", path);
 	}
 	for (size_t i = 0; i < N_REQUIRED; i++)
 		if (!found[i])
-			return mt_message(msg, -EBADMSG, "%s is not a memtrace trace (no %s table)",
-			                  path, required_tables[i]);
+			return mt_fail(msg, FMT_MESSAGE_MAX, -EBADMSG,
+			               "%s is not a memtrace trace (no %s table)", path,
+			               required_tables[i]);
 
 	rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format_version'", -1, &st,
 	                        NULL);
 	if (rc != SQLITE_OK)
-		return mt_message(msg, mt_sqlite_errno(rc), "%s is not a memtrace trace (%s)", path,
-		                  sqlite3_errmsg(db));
+		return mt_fail(msg, FMT_MESSAGE_MAX, fmt_sqlite_errno(rc),
+		               "%s is not a memtrace trace (%s)", path, sqlite3_errmsg(db));
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		int err = rc == SQLITE_DONE ? -EBADMSG : mt_sqlite_errno(rc);
+		int err = rc == SQLITE_DONE ? -EBADMSG : fmt_sqlite_errno(rc);
 		sqlite3_finalize(st);
-		return mt_message(msg, err, "%s is not a memtrace trace (%s)", path,
-		                  rc == SQLITE_DONE ? "no format_version in meta"
-		                                    : sqlite3_errstr(rc));
+		return mt_fail(msg, FMT_MESSAGE_MAX, err, "%s is not a memtrace trace (%s)", path,
+		               rc == SQLITE_DONE ? "no format_version in meta"
+		                                 : sqlite3_errstr(rc));
 	}
 	const char *text = (const char *)sqlite3_column_text(st, 0);
 	char *endp = NULL;
@@ -176,17 +169,17 @@ int mt_schema_check(sqlite3 *db, const char *path, int *empty, char *msg)
 	int bad = !text || endp == text || *endp != '\0';
 	sqlite3_finalize(st);
 	if (bad || version < 1)
-		return mt_message(msg, -EBADMSG,
-		                  "%s is not a memtrace trace (bad format_version in meta)", path);
+		return mt_fail(msg, FMT_MESSAGE_MAX, -EBADMSG,
+		               "%s is not a memtrace trace (bad format_version in meta)", path);
 	if (version > MT_FORMAT_VERSION)
-		return mt_message(
-		        msg, -ENOTSUP,
+		return mt_fail(
+		        msg, FMT_MESSAGE_MAX, -ENOTSUP,
 		        "%s was written by format version %lld; this memtrace reads up to %d", path,
 		        version, MT_FORMAT_VERSION);
 	return 0;
 }
 
-int mt_schema_create(sqlite3 *db, const char *path, char *msg)
+int fmt_schema_create(sqlite3 *db, const char *path, char *msg)
 {
 	char *err = NULL;
 	int rc = sqlite3_exec(db, schema_sql, NULL, NULL, &err);
@@ -201,8 +194,9 @@ int mt_schema_create(sqlite3 *db, const char *path, char *msg)
 		rc = sqlite3_exec(db, sql, NULL, NULL, &err);
 	}
 	if (rc != SQLITE_OK) {
-		int e = mt_message(msg, mt_sqlite_errno(rc), "%s: cannot create the schema: %s",
-		                   path, err ? err : sqlite3_errstr(rc));
+		int e = mt_fail(msg, FMT_MESSAGE_MAX, fmt_sqlite_errno(rc),
+		                "%s: cannot create the schema: %s", path,
+		                err ? err : sqlite3_errstr(rc));
 		sqlite3_free(err);
 		return e == -EBADMSG ? -EIO : e;
 	}

@@ -85,7 +85,7 @@ struct mt_writer {
 	uint64_t next_seq, appended, written;
 	struct intern_slot *interned;
 	size_t n_interned, cap_interned;
-	char message[MT_MESSAGE_MAX];
+	char message[FMT_MESSAGE_MAX];
 };
 
 struct mt_writer *mt_writer_new(void)
@@ -99,11 +99,11 @@ struct mt_writer *mt_writer_new(void)
 /* Records an SQLite failure of `what` as the writer's message. */
 static int sql_fail(struct mt_writer *w, int rc, const char *what)
 {
-	int err = mt_sqlite_errno(rc);
+	int err = fmt_sqlite_errno(rc);
 	if (err == -EBADMSG && rc != SQLITE_NOTADB && rc != SQLITE_CORRUPT)
 		err = -EIO;
-	return mt_message(w->message, err, "%s: %s: %s", w->path ? w->path : "trace", what,
-	                  sqlite3_errmsg(w->db));
+	return mt_fail(w->message, FMT_MESSAGE_MAX, err, "%s: %s: %s", w->path ? w->path : "trace",
+	               what, sqlite3_errmsg(w->db));
 }
 
 /* Runs one statement whose result rows are ignored. */
@@ -139,33 +139,34 @@ static int open_db(struct mt_writer *w, unsigned flags)
 	struct stat st;
 	int exists = stat(w->path, &st) == 0;
 	if (!exists && !(flags & MT_WRITER_CREATE))
-		return mt_message(w->message, -ENOENT, "%s: %s", w->path, strerror(ENOENT));
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -ENOENT, "%s: %s", w->path,
+		               strerror(ENOENT));
 	/* A file another writer is creating right now may still be shorter
 	 * than an SQLite header; SQLite itself refuses non-databases then. */
 	if (exists && (!(flags & MT_WRITER_CREATE) || st.st_size >= 512)) {
-		int err = mt_schema_check_file(w->path, w->message);
+		int err = fmt_schema_check_file(w->path, w->message);
 		if (err < 0)
 			return err;
 	}
 	int oflags = SQLITE_OPEN_READWRITE | (flags & MT_WRITER_CREATE ? SQLITE_OPEN_CREATE : 0);
 	int rc = sqlite3_open_v2(w->path, &w->db, oflags, NULL);
 	if (rc != SQLITE_OK) {
-		int err = mt_sqlite_errno(rc);
-		return mt_message(w->message, err == -EBADMSG ? -EIO : err, "%s: %s", w->path,
-		                  w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
+		int err = fmt_sqlite_errno(rc);
+		return mt_fail(w->message, FMT_MESSAGE_MAX, err == -EBADMSG ? -EIO : err, "%s: %s",
+		               w->path, w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
 	}
-	sqlite3_busy_timeout(w->db, MT_BUSY_TIMEOUT_MS);
+	sqlite3_busy_timeout(w->db, FMT_BUSY_TIMEOUT_MS);
 	/* Switching to WAL can report SQLITE_BUSY at once, without the busy
 	 * handler, while another process is switching the same new file. */
 	for (int waited_ms = 0;; waited_ms += 10) {
 		rc = sqlite3_exec(w->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
-		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= MT_BUSY_TIMEOUT_MS)
+		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= FMT_BUSY_TIMEOUT_MS)
 			break;
 		sqlite3_sleep(10);
 	}
 	if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
-		return mt_message(w->message, -EBADMSG, "%s is not a memtrace trace (%s)", w->path,
-		                  sqlite3_errstr(rc));
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -EBADMSG,
+		               "%s is not a memtrace trace (%s)", w->path, sqlite3_errstr(rc));
 	int err = rc == SQLITE_OK ? exec(w, "PRAGMA synchronous = NORMAL") : sql_fail(w, rc, "WAL");
 	if (err < 0)
 		return err;
@@ -176,9 +177,9 @@ static int open_db(struct mt_writer *w, unsigned flags)
 	if (err < 0)
 		return err;
 	int empty;
-	err = mt_schema_check(w->db, w->path, &empty, w->message);
+	err = fmt_schema_check(w->db, w->path, &empty, w->message);
 	if (err < 0 && empty)
-		err = mt_schema_create(w->db, w->path, w->message);
+		err = fmt_schema_create(w->db, w->path, w->message);
 	if (err == 0)
 		err = exec(w, "COMMIT");
 	if (err < 0)
@@ -199,8 +200,9 @@ int mt_writer_open(struct mt_writer *w, const char *path, unsigned flags)
 		int rc = sqlite3_prepare_v3(w->db, statement_sql[s], -1, SQLITE_PREPARE_PERSISTENT,
 		                            &w->st[s], NULL);
 		if (rc != SQLITE_OK)
-			err = mt_message(w->message, -EBADMSG, "%s is not a memtrace trace (%s)",
-			                 path, sqlite3_errmsg(w->db));
+			err = mt_fail(w->message, FMT_MESSAGE_MAX, -EBADMSG,
+			              "%s is not a memtrace trace (%s)", path,
+			              sqlite3_errmsg(w->db));
 	}
 	if (err == 0)
 		w->message[0] = '\0'; /* the check of a new, empty file left one */
@@ -224,7 +226,7 @@ static int check_open(struct mt_writer *w)
 		return -EINVAL;
 	w->message[0] = '\0';
 	if (!w->db)
-		return mt_message(w->message, -EINVAL, "the writer is not open");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -EINVAL, "the writer is not open");
 	return 0;
 }
 
@@ -234,7 +236,8 @@ int mt_writer_set_meta(struct mt_writer *w, const char *key, const char *value)
 	if (err < 0)
 		return err;
 	if (!key || !value)
-		return mt_message(w->message, -EINVAL, "meta key and value must be given");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -EINVAL,
+		               "meta key and value must be given");
 	bind_text(w->st[ST_META], 1, key);
 	bind_text(w->st[ST_META], 2, value);
 	return step(w, ST_META, "cannot set meta", NULL);
@@ -246,7 +249,7 @@ int mt_writer_add_meta_count(struct mt_writer *w, const char *key, uint64_t delt
 	if (err < 0)
 		return err;
 	if (!key)
-		return mt_message(w->message, -EINVAL, "meta key must be given");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -EINVAL, "meta key must be given");
 	bind_text(w->st[ST_META_ADD], 1, key);
 	sqlite3_bind_int64(w->st[ST_META_ADD], 2, (sqlite3_int64)delta);
 	return step(w, ST_META_ADD, "cannot add to meta", NULL);
@@ -258,11 +261,11 @@ int mt_writer_add_process(struct mt_writer *w, const struct mt_process *p, uint3
 	if (err < 0)
 		return err;
 	if (!p || !id)
-		return mt_message(w->message, -EINVAL, "no process given");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -EINVAL, "no process given");
 	sqlite3_stmt *st = w->st[ST_PROCESS];
 	sqlite3_bind_int64(st, 1, p->parent);
 	sqlite3_bind_int64(st, 2, p->pid);
-	sqlite3_bind_int64(st, 3, mt_u64_to_sql(p->start_ns));
+	sqlite3_bind_int64(st, 3, fmt_u64_to_sql(p->start_ns));
 	bind_text(st, 4, p->command_line);
 	bind_text(st, 5, p->hostname);
 	err = step(w, ST_PROCESS, "cannot add a process", NULL);
@@ -277,10 +280,10 @@ int mt_writer_add_device(struct mt_writer *w, const struct mt_device *d, uint32_
 	if (err < 0)
 		return err;
 	if (!d || !id)
-		return mt_message(w->message, -EINVAL, "no device given");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -EINVAL, "no device given");
 	sqlite3_stmt *st = w->st[ST_DEVICE_INSERT];
 	sqlite3_bind_int64(st, 1, d->ordinal);
-	sqlite3_bind_int64(st, 2, mt_u64_to_sql(d->total_bytes));
+	sqlite3_bind_int64(st, 2, fmt_u64_to_sql(d->total_bytes));
 	bind_text(st, 3, d->name);
 	bind_text(st, 4, d->uuid);
 	bind_text(st, 5, d->driver_version);
@@ -297,7 +300,8 @@ int mt_writer_add_device(struct mt_writer *w, const struct mt_device *d, uint32_
 	bind_text(w->st[ST_DEVICE_FIND], 1, d->uuid);
 	err = step(w, ST_DEVICE_FIND, "cannot find a device", &row);
 	if (err == 0 && row <= 0)
-		err = mt_message(w->message, -EIO, "%s: device %s vanished", w->path, d->uuid);
+		err = mt_fail(w->message, FMT_MESSAGE_MAX, -EIO, "%s: device %s vanished", w->path,
+		              d->uuid);
 	if (err == 0)
 		*id = (uint32_t)row;
 	return err;
@@ -367,9 +371,9 @@ int mt_writer_intern(struct mt_writer *w, const char *s, uint32_t *id)
 	if (err < 0)
 		return err;
 	if (!s || !id)
-		return mt_message(w->message, -EINVAL, "no string given");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -EINVAL, "no string given");
 	if ((w->n_interned + 1) * 2 > w->cap_interned && intern_grow(w) < 0)
-		return mt_message(w->message, -ENOMEM, "out of memory");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	uint64_t h = hash_string(s);
 	struct intern_slot *slot = intern_slot(w, s, h);
 	if (slot->text) {
@@ -384,12 +388,13 @@ int mt_writer_intern(struct mt_writer *w, const char *s, uint32_t *id)
 		err = step(w, ST_STRING_FIND, "cannot intern a string", &row);
 	}
 	if (err == 0 && (row <= 0 || row > UINT32_MAX))
-		err = mt_message(w->message, -EIO, "%s: string id out of range", w->path);
+		err = mt_fail(w->message, FMT_MESSAGE_MAX, -EIO, "%s: string id out of range",
+		              w->path);
 	if (err < 0)
 		return err;
 	char *copy = strdup(s);
 	if (!copy)
-		return mt_message(w->message, -ENOMEM, "out of memory");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	*slot = (struct intern_slot){ .hash = h, .text = copy, .id = (uint32_t)row };
 	w->n_interned++;
 	*id = (uint32_t)row;
@@ -426,22 +431,22 @@ static int store_chunk(struct mt_writer *w, struct buffer *b, size_t count, bool
 	size_t blob_len;
 	int err = mt_chunk_encode(b->kind, e, count, &blob, &blob_len);
 	if (err < 0)
-		return mt_message(w->message, err, "%s: cannot encode a chunk: %s", w->path,
-		                  strerror(-err));
+		return mt_fail(w->message, FMT_MESSAGE_MAX, err, "%s: cannot encode a chunk: %s",
+		               w->path, strerror(-err));
 	unsigned kind;
 	uint64_t n, raw_len = 0;
-	mt_chunk_blob_info(blob, blob_len, &kind, &n, &raw_len);
+	fmt_chunk_blob_info(blob, blob_len, &kind, &n, &raw_len);
 	enum statement which = b->open_row ? ST_CHUNK_REPLACE : ST_CHUNK;
 	sqlite3_stmt *st = w->st[which];
 	sqlite3_bind_int64(st, 1, b->process);
 	sqlite3_bind_int64(st, 2, b->device);
 	sqlite3_bind_int64(st, 3, b->kind);
-	sqlite3_bind_int64(st, 4, mt_u64_to_sql(first_ts));
-	sqlite3_bind_int64(st, 5, mt_u64_to_sql(last_ts));
-	sqlite3_bind_int64(st, 6, mt_u64_to_sql(first_seq));
+	sqlite3_bind_int64(st, 4, fmt_u64_to_sql(first_ts));
+	sqlite3_bind_int64(st, 5, fmt_u64_to_sql(last_ts));
+	sqlite3_bind_int64(st, 6, fmt_u64_to_sql(first_seq));
 	sqlite3_bind_int64(st, 7, (int64_t)count);
 	sqlite3_bind_int64(st, 8, MT_CODEC_COLUMNS_ZSTD);
-	sqlite3_bind_int64(st, 9, mt_u64_to_sql(raw_len));
+	sqlite3_bind_int64(st, 9, fmt_u64_to_sql(raw_len));
 	sqlite3_bind_int64(st, 10, layers);
 	sqlite3_bind_blob(st, 11, blob, (int)blob_len, SQLITE_STATIC);
 	if (b->open_row)
@@ -450,8 +455,9 @@ static int store_chunk(struct mt_writer *w, struct buffer *b, size_t count, bool
 	err = step(w, which, "cannot write a chunk", NULL);
 	free(blob);
 	if (err == 0 && b->open_row && sqlite3_changes(w->db) != 1)
-		err = mt_message(w->message, -EIO, "%s: chunk %lld vanished while being written",
-		                 w->path, (long long)b->open_row);
+		err = mt_fail(w->message, FMT_MESSAGE_MAX, -EIO,
+		              "%s: chunk %lld vanished while being written", w->path,
+		              (long long)b->open_row);
 	if (err < 0)
 		return err;
 	if (!b->open_row)
@@ -501,15 +507,16 @@ int mt_writer_append(struct mt_writer *w, const struct mt_event *ev)
 	if (err < 0)
 		return err;
 	if (!ev || !mt_event_kind_name(ev->kind))
-		return mt_message(w->message, -EINVAL, "bad event kind %u", ev ? ev->kind : 0);
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -EINVAL, "bad event kind %u",
+		               ev ? ev->kind : 0);
 	struct buffer *b = find_buffer(w, ev);
 	if (!b)
-		return mt_message(w->message, -ENOMEM, "out of memory");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 256;
 		struct mt_event *ne = realloc(b->events, cap * sizeof(*ne));
 		if (!ne)
-			return mt_message(w->message, -ENOMEM, "out of memory");
+			return mt_fail(w->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
 		b->events = ne;
 		b->cap = cap;
 	}
@@ -579,13 +586,13 @@ int mt_writer_save_replay(struct mt_writer *w, const struct mt_replay_record *re
 		return err;
 	if (!rec || !id || (rec->series_len > 0 && !rec->series) ||
 	    rec->series_len > (size_t)INT32_MAX / 24)
-		return mt_message(w->message, -EINVAL, "bad replay record");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -EINVAL, "bad replay record");
 	unsigned char *blob = series_blob(rec->series, rec->series_len);
 	if (!blob)
-		return mt_message(w->message, -ENOMEM, "out of memory");
+		return mt_fail(w->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
 	sqlite3_stmt *st = w->st[ST_REPLAY];
 	sqlite3_bind_int64(st, 1, rec->device);
-	sqlite3_bind_int64(st, 2, mt_u64_to_sql(rec->created_ns));
+	sqlite3_bind_int64(st, 2, fmt_u64_to_sql(rec->created_ns));
 	bind_text(st, 3, rec->policy);
 	bind_text(st, 4, rec->backend);
 	bind_text(st, 5, rec->params);

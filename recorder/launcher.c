@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "memtrace-common.h"
 #include "memtrace-recorder.h"
 
 extern char **environ;
@@ -27,20 +27,8 @@ struct mt_record_run {
 	char output[PATH_MAX];
 };
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
+/* Formats a message into err and returns rc: the common helper. */
+#define fail mt_fail
 
 static bool is_file(const char *path)
 {

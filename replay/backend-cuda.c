@@ -310,6 +310,15 @@ static void cuda_destroy(struct mt_backend *b)
 	free(c);
 }
 
+static int cuda_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	size_t f = 0, t = 0;
+	CU_CALL(b, cuMemGetInfo_v2, (&f, &t));
+	*free_bytes = f;
+	*total_bytes = t;
+	return 0;
+}
+
 static const struct mt_backend_impl cuda_impl = {
 	.kind = MT_BACKEND_CUDA,
 	.name = "cuda",
@@ -324,6 +333,7 @@ static const struct mt_backend_impl cuda_impl = {
 	.pool_alloc = cuda_pool_alloc,
 	.pool_free = cuda_pool_free,
 	.pool_trim = cuda_pool_trim,
+	.mem_info = cuda_mem_info,
 	.destroy = cuda_destroy,
 };
 
@@ -404,13 +414,4 @@ fail:
 	cuda_destroy(b);
 	b->priv = NULL;
 	return rc;
-}
-
-int mt_backend_cuda_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes)
-{
-	size_t f = 0, t = 0;
-	CU_CALL(b, cuMemGetInfo_v2, (&f, &t));
-	*free_bytes = f;
-	*total_bytes = t;
-	return 0;
 }

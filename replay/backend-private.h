@@ -34,6 +34,10 @@ struct mt_backend_impl {
 	int (*pool_free)(struct mt_backend *b, uint64_t address, uint64_t stream);
 	/* *released: chunks given back (counted as free_calls) */
 	int (*pool_trim)(struct mt_backend *b, uint64_t keep_bytes, unsigned *released);
+	/* NULL when the pool's layout cannot be seen (the driver's own) */
+	int (*pool_walk)(struct mt_backend *b, mt_policy_walk_fn fn, void *data);
+	/* free and total device memory (mt_backend_mem_info) */
+	int (*mem_info)(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes);
 	/* Releases what the implementation itself holds (pool, streams,
 	 * context) after backend.c has released its tables. */
 	void (*destroy)(struct mt_backend *b);
@@ -59,13 +63,14 @@ struct mt_backend {
 int mt_backend_sim_init(struct mt_backend *b, unsigned ordinal);
 int mt_backend_cuda_init(struct mt_backend *b, unsigned ordinal);
 
-/* cuMemGetInfo, for mt_backend_mem_info. */
-int mt_backend_cuda_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes);
-
 /* Bytes the backend may still take before reaching its capacity. */
-uint64_t mt_backend_room(const struct mt_backend *b);
+static inline uint64_t mt_backend_room(const struct mt_backend *b)
+{
+	return b->stats.reserved >= b->capacity ? 0 : b->capacity - b->stats.reserved;
+}
 
-/* Sets the backend's message; returns rc (a negative errno) for chaining. */
+/* Sets the backend's message; returns rc (a negative errno) for chaining
+ * (backend-fail.c). */
 int mt_backend_fail(struct mt_backend *b, int rc, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 

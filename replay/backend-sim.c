@@ -148,6 +148,18 @@ static int sim_pool_trim(struct mt_backend *b, uint64_t keep_bytes, unsigned *re
 	return rc;
 }
 
+static int sim_pool_walk(struct mt_backend *b, mt_policy_walk_fn fn, void *data)
+{
+	return mt_arena_walk(&((struct sim *)b->priv)->pool, fn, data);
+}
+
+static int sim_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	*free_bytes = mt_backend_room(b);
+	*total_bytes = b->capacity;
+	return 0;
+}
+
 static void sim_destroy(struct mt_backend *b)
 {
 	struct sim *s = b->priv;
@@ -171,6 +183,8 @@ static const struct mt_backend_impl sim_impl = {
 	.pool_alloc = sim_pool_alloc,
 	.pool_free = sim_pool_free,
 	.pool_trim = sim_pool_trim,
+	.pool_walk = sim_pool_walk,
+	.mem_info = sim_mem_info,
 	.destroy = sim_destroy,
 };
 

@@ -1,6 +1,8 @@
 /* backend.c — the part of every backend that is not the driver: argument
  * checks, capacity, driver-call counters and the tables of what is held, so
- * that destroy releases everything (see backend-private.h). */
+ * that destroy releases everything (see backend-private.h). It calls the
+ * implementations (backend-sim.c, backend-cuda.c), never the other way:
+ * what they share with it is backend-fail.c and backend-private.h. */
 #include "config.h"
 
 #include <errno.h>
@@ -8,20 +10,6 @@
 #include <stdlib.h>
 
 #include "backend-private.h"
-
-int mt_backend_fail(struct mt_backend *b, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(b->message, sizeof(b->message), fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-uint64_t mt_backend_room(const struct mt_backend *b)
-{
-	return b->stats.reserved >= b->capacity ? 0 : b->capacity - b->stats.reserved;
-}
 
 static void update_reserved(struct mt_backend *b)
 {
@@ -106,11 +94,7 @@ void mt_backend_get_stats(const struct mt_backend *b, struct mt_backend_stats *s
 
 int mt_backend_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes)
 {
-	if (b->impl->kind == MT_BACKEND_CUDA)
-		return mt_backend_cuda_mem_info(b, free_bytes, total_bytes);
-	*free_bytes = mt_backend_room(b);
-	*total_bytes = b->capacity;
-	return 0;
+	return b->impl->mem_info(b, free_bytes, total_bytes);
 }
 
 const char *mt_backend_message(const struct mt_backend *b)
@@ -299,4 +283,12 @@ int mt_backend_pool_trim(struct mt_backend *b, uint64_t keep_bytes)
 	b->stats.free_calls += released;
 	update_reserved(b);
 	return rc;
+}
+
+int mt_backend_pool_walk(struct mt_backend *b, mt_policy_walk_fn fn, void *data)
+{
+	if (!b->impl->pool_walk)
+		return mt_backend_fail(b, -ENOTSUP, "the %s backend's pool keeps its layout",
+		                       b->impl->name);
+	return b->impl->pool_walk(b, fn, data);
 }

@@ -53,7 +53,6 @@ int mt_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *
 	return rc;
 }
 
-/* Records the first OOM with the largest requests live at that moment. */
 /* What the loop needs of one request, together: a free touches one cache
  * line of a request allocated long before, not three arrays. */
 struct req {
@@ -62,6 +61,7 @@ struct req {
 	uint64_t stream;
 };
 
+/* Records the first OOM with the largest requests live at that moment. */
 static void first_oom(const struct mt_request_stream *s, const struct req *req, uint32_t r,
                       uint64_t allocated, uint64_t reserved, struct mt_replay_oom *oom)
 {
@@ -138,16 +138,69 @@ static void steady_state(struct run *r)
 	        (double)(r->iteration_calls[n - 1] - r->iteration_calls[1]) / (double)(n - 2);
 }
 
-static int loop(struct run *r)
+/* Replays event i. Returns 0 when applied, 1 when skipped (an OOM, or the
+ * free of a request that got no memory), or a negative errno. */
+static int apply(struct run *r, size_t i, uint64_t *live)
 {
 	const struct mt_request_stream *s = r->s;
 	const struct mt_policy_ops *ops = r->p->ops;
+	uint32_t c = s->events[i], q = MT_EVENT_REQUEST(c);
+	struct req *rq = &r->req[q];
+	int rc;
+	if (!MT_EVENT_IS_FREE(c)) {
+		rc = ops->alloc(r->p, rq->bytes, rq->stream, q, &rq->addr);
+		if (rc == -ENOMEM) {
+			if (!r->res->oom_count++)
+				first_oom(s, r->req, q, *live, mt_backend_reserved_now(r->b),
+				          &r->res->first_oom);
+			rq->addr = 0;
+			return 1;
+		}
+		if (rc < 0)
+			return fail(r, rc, i, "allocation failed");
+		*live += rq->bytes;
+		if (*live > r->peak_live)
+			r->peak_live = *live;
+		if (r->p->allocated > r->res->peak_allocated_rounded)
+			r->res->peak_allocated_rounded = r->p->allocated;
+		return 0;
+	}
+	if (!rq->addr)
+		return 1; /* its allocation failed */
+	rc = ops->free(r->p, rq->addr, rq->stream);
+	if (rc < 0)
+		return fail(r, rc, i, "free failed");
+	rq->addr = 0;
+	*live -= rq->bytes;
+	return 0;
+}
+
+/* Shows the observer position i (i events replayed); > 0: stop there. */
+static int observe(struct run *r, size_t i, uint64_t live)
+{
+	const struct mt_request_stream *s = r->s;
+	struct mt_replay_moment m = {
+		.position = i,
+		.ts = i ? event_ts(s, s->events[i - 1]) : 0,
+		.next_ts = i < s->nevents ? event_ts(s, s->events[i]) : UINT64_MAX,
+		.allocated = live,
+		.reserved = mt_backend_reserved_now(r->b),
+	};
+	int rc = r->opt->observe(r->opt->observe_data, &m, r->p);
+	if (rc > 0)
+		r->res->events = i;
+	return rc < 0 ? fail(r, rc, i, "observer failed") : rc;
+}
+
+static int loop(struct run *r)
+{
+	const struct mt_request_stream *s = r->s;
 	uint64_t live = 0, step = s->nevents / 100 + 1, t0 = 0, next_check = 0;
 	bool timed = r->lat != NULL;
+	int rc;
+	if (r->opt->observe && (rc = observe(r, 0, live)) != 0)
+		return rc < 0 ? rc : 0;
 	for (size_t i = 0; i < s->nevents; i++) {
-		uint32_t c = s->events[i], q = MT_EVENT_REQUEST(c);
-		struct req *rq = &r->req[q];
-		int rc;
 		if (i == next_check) { /* every ~1%: progress and interruption */
 			next_check += step;
 			r->res->events = i; /* events fully replayed */
@@ -157,45 +210,20 @@ static int loop(struct run *r)
 				return fail(r, -EINTR, i, "interrupted");
 		}
 		if (r->iteration_calls)
-			mark_iterations(r, event_ts(s, c));
+			mark_iterations(r, event_ts(s, s->events[i]));
 		if (timed)
 			t0 = now_ns();
-		if (!MT_EVENT_IS_FREE(c)) {
-			rc = ops->alloc(r->p, rq->bytes, rq->stream, q, &rq->addr);
-			if (rc == -ENOMEM) {
-				if (!r->res->oom_count++)
-					first_oom(s, r->req, q, live, mt_backend_reserved_now(r->b),
-					          &r->res->first_oom);
-				rq->addr = 0;
-				continue;
-			}
-			if (rc < 0)
-				return fail(r, rc, i, "allocation failed");
-			live += rq->bytes;
-			if (live > r->peak_live)
-				r->peak_live = live;
-			if (ops->stats) {
-				struct mt_policy_stats st;
-				ops->stats(r->p, &st);
-				if (st.allocated > r->res->peak_allocated_rounded)
-					r->res->peak_allocated_rounded = st.allocated;
-			}
-		} else {
-			if (!rq->addr)
-				continue; /* its allocation failed */
-			rc = ops->free(r->p, rq->addr, rq->stream);
-			if (rc < 0)
-				return fail(r, rc, i, "free failed");
-			rq->addr = 0;
-			live -= rq->bytes;
-		}
-		if (timed) {
+		if ((rc = apply(r, i, &live)) < 0)
+			return rc;
+		if (rc == 0 && timed) {
 			uint64_t d = now_ns() - t0;
 			r->lat[r->nlat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
 		}
-		if (r->series.n)
-			mt_series_add(&r->series, event_ts(s, c), live,
+		if (rc == 0 && r->series.n)
+			mt_series_add(&r->series, event_ts(s, s->events[i]), live,
 			              mt_backend_reserved_now(r->b));
+		if (r->opt->observe && (rc = observe(r, i + 1, live)) != 0)
+			return rc < 0 ? rc : 0;
 	}
 	r->res->events = s->nevents;
 	if (r->iteration_calls)

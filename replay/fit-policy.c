@@ -103,6 +103,7 @@ int mt_fit_policy_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, 
 			return rc;
 		rc = mt_arena_alloc(&p->arena, need, bytes, 0, address, &granted);
 	}
+	p->base.allocated = p->arena.allocated;
 	return rc;
 }
 
@@ -110,7 +111,9 @@ int mt_fit_policy_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 {
 	struct fit_policy *p = (struct fit_policy *)pol;
 	uint64_t bytes;
-	return mt_arena_free(&p->arena, address, 0, &bytes) < 0 ? -EINVAL : 0;
+	int rc = mt_arena_free(&p->arena, address, 0, &bytes);
+	p->base.allocated = p->arena.allocated;
+	return rc < 0 ? -EINVAL : 0;
 }
 
 int mt_fit_policy_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)

@@ -25,6 +25,21 @@
 
 #include "memtrace-format.h"
 
+/* ---- segments and blocks, as walks report them ----------------------------- */
+
+/* A segment (memory a policy, or the backend's pool, holds from the
+ * driver) or a block inside it, as reported by a walk. */
+struct mt_policy_block {
+	uint64_t address;
+	uint64_t bytes;
+	uint64_t stream;
+	bool allocated; /* block: in use; segment: false */
+};
+
+/* Called by walk: once per segment (is_segment true), then once per block
+ * of that segment in address order. Return non-zero to stop the walk. */
+typedef int (*mt_policy_walk_fn)(void *data, bool is_segment, const struct mt_policy_block *blk);
+
 /* ---- backends ------------------------------------------------------------ */
 
 struct mt_backend;
@@ -88,6 +103,10 @@ int mt_backend_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream,
 int mt_backend_pool_free(struct mt_backend *b, uint64_t address, uint64_t stream);
 /* Releases unused pool memory down to keep_bytes (cuMemPoolTrimTo). */
 int mt_backend_pool_trim(struct mt_backend *b, uint64_t keep_bytes);
+/* Walks the pool's chunks and the blocks inside them (as a policy's walk).
+ * sim only: the driver's pool keeps its layout to itself, so cuda returns
+ * -ENOTSUP. Returns 0, fn's non-zero return, or -ENOTSUP. */
+int mt_backend_pool_walk(struct mt_backend *b, mt_policy_walk_fn fn, void *data);
 
 /* Free and total device memory: cuda asks the driver (cuMemGetInfo: the
  * whole GPU, whoever holds it), sim answers capacity minus reserved and
@@ -113,19 +132,6 @@ struct mt_plan_request {
 	uint64_t stream;
 };
 
-/* A segment (memory the policy holds from the backend) or a block inside
- * it, as reported by walk. */
-struct mt_policy_block {
-	uint64_t address;
-	uint64_t bytes;
-	uint64_t stream;
-	bool allocated; /* block: in use; segment: false */
-};
-
-/* Called by walk: once per segment (is_segment true), then once per block
- * of that segment in address order. Return non-zero to stop the walk. */
-typedef int (*mt_policy_walk_fn)(void *data, bool is_segment, const struct mt_policy_block *blk);
-
 struct mt_policy_stats {
 	uint64_t allocated; /* bytes handed to the program (as the policy rounds them) */
 	uint64_t requested; /* bytes the program asked for */
@@ -142,8 +148,8 @@ enum mt_policy_flags {
 	MT_POLICY_SIM_APPROX = 1u << 3, /* sim result is a documented approximation */
 };
 
-/* What every policy implements. A policy struct starts with
- * `const struct mt_policy_ops *ops;` (struct mt_policy is that first member). */
+/* What every policy implements. A policy struct starts with a struct
+ * mt_policy (its ops and counters) as its first member. */
 struct mt_policy_ops {
 	const char *name;
 	const char *summary; /* one line for --help and tables */
@@ -164,6 +170,10 @@ struct mt_policy_ops {
 
 struct mt_policy {
 	const struct mt_policy_ops *ops;
+	/* bytes handed out as the policy rounds them (stats' allocated), kept
+	 * by the policy as they change, so the driver follows them per event
+	 * without asking for stats */
+	uint64_t allocated;
 };
 
 /* All policies, NULL-terminated, in a stable order. */
@@ -179,6 +189,26 @@ void mt_policy_destroy(struct mt_policy *p);
 
 /* ---- replay driver --------------------------------------------------------- */
 
+/* The replay between two events, as an observer sees it (see
+ * mt_replay_options.observe). */
+struct mt_replay_moment {
+	uint64_t position;  /* events replayed so far: a replay position */
+	uint64_t ts;        /* time of the last event replayed (0 at position 0) */
+	uint64_t next_ts;   /* time of the next event; UINT64_MAX when none is left */
+	uint64_t allocated; /* requested bytes live (served), as the series counts them */
+	uint64_t reserved;  /* bytes held from the backend, as the series counts them */
+};
+
+/* Called at every replay position, from 0 (before the first event) to the
+ * end, with the policy in the state the events so far left it: an observer
+ * may walk it or ask its stats, never change it. Event times are those of
+ * the series (a free counts at its reuse time) and never decrease, so
+ * stopping once next_ts > T leaves the state at time T. Returns 0 to go
+ * on, > 0 to stop the replay there (mt_replay_result.events says where),
+ * or a negative errno to fail it. */
+typedef int (*mt_replay_observe_fn)(void *data, const struct mt_replay_moment *m,
+                                    struct mt_policy *p);
+
 struct mt_replay_options {
 	const char *policy; /* spec, as for mt_policy_create */
 	enum mt_backend_kind backend;
@@ -190,7 +220,9 @@ struct mt_replay_options {
 	/* called every ~1% of events when set */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;
-	volatile int *interrupted; /* stop early (SIGINT) when *interrupted != 0 */
+	volatile int *interrupted;    /* stop early (SIGINT) when *interrupted != 0 */
+	mt_replay_observe_fn observe; /* NULL: none; slows the replay (tools, tests) */
+	void *observe_data;
 };
 
 #define MT_REPLAY_OOM_LARGEST 5

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,18 +12,6 @@
 #include "viewer-private.h"
 
 #define FONT_FAMILY "DejaVu Sans"
-
-int vw_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /* Grey antialiasing and no hinting: the same glyph shapes at every size
  * and on every machine with the same font file. The two faces are made

@@ -47,7 +47,7 @@
 struct ctx {
 	struct mt_reader *r;
 	struct vw_trace t;
-	struct mt_device_report rep;
+	struct mt_report rep;
 	struct vw_html_alloc *a;
 	size_t n;
 	struct vw_hbuf *b;      /* what the timeline needs to draw */
@@ -290,7 +290,7 @@ out:
 
 static void write_samples(struct ctx *c)
 {
-	const struct mt_device_data *d = &c->rep.data;
+	const struct mt_analysis *d = &c->rep.data;
 	struct vw_hbuf *b = c->b;
 	size_t i;
 
@@ -344,7 +344,7 @@ static int write_phases(struct ctx *c)
 
 static int write_ooms(struct ctx *c)
 {
-	const struct mt_device_data *d = &c->rep.data;
+	const struct mt_analysis *d = &c->rep.data;
 	json_t *arr = json_array();
 	size_t i;
 
@@ -545,7 +545,7 @@ int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct 
 	                   errlen);
 	if (rc < 0)
 		return rc;
-	rc = mt_device_report_build(&c.rep, r, c.t.device, &ro, err, errlen);
+	rc = mt_report_build(&c.rep, r, c.t.device, &ro, err, errlen);
 	if (rc < 0) {
 		vw_trace_release(&c.t);
 		return rc;
@@ -569,7 +569,7 @@ int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct 
 	if (rc == 0)
 		rc = write_policies(&c, o);
 	free(c.a);
-	mt_device_report_release(&c.rep);
+	mt_report_release(&c.rep);
 	vw_trace_release(&c.t);
 	return rc;
 }

@@ -95,13 +95,6 @@ void vw_html_series(struct vw_hbuf *b, const char *tname, const char *vname,
 int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct vw_hbuf *b,
                  struct vw_hbuf *detail, json_t *meta, char *err, size_t errlen);
 
-/* ---- view-html.c ----------------------------------------------------------- */
-
-/* Writes the interactive page of the trace open in r into path (created or
- * replaced). 0 or a negative errno with a message. */
-int vw_html_render(struct mt_reader *r, const struct mt_render_options *o, const char *path,
-                   char *err, size_t errlen);
-
 /* ---- html-assets.c (generated): the page's sources ------------------------- */
 
 struct vw_html_asset {

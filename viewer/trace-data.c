@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "viewer-private.h"
 
 static int reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
@@ -61,7 +62,7 @@ static void normalise(struct mt_lifetime *l, size_t n, uint64_t t0)
 }
 
 /* The views' copies of analyze's samples, failures and ranges. */
-static int convert_events(struct vw_trace *t, const struct mt_device_data *d, unsigned what)
+static int convert_events(struct vw_trace *t, const struct mt_analysis *d, unsigned what)
 {
 	size_t i;
 
@@ -96,12 +97,12 @@ static int convert_events(struct vw_trace *t, const struct mt_device_data *d, un
 int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
                   char *err, size_t errlen)
 {
-	struct mt_device_data d;
+	struct mt_analysis d;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->r = r;
-	rc = mt_device_data_load(&d, r, device, err, errlen);
+	rc = mt_analysis_load(&d, r, device, err, errlen);
 	if (rc < 0)
 		return rc;
 	t->device = d.device;
@@ -110,7 +111,7 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 	t->t1 = d.t1;
 	t->layer = d.layer;
 	if (!d.nlive) {
-		mt_device_data_release(&d);
+		mt_analysis_release(&d);
 		return vw_fail(err, errlen, -ENOENT, "device %u holds no allocations", t->device);
 	}
 	/* the lifetimes change hands; the rest is copied into the views' types */
@@ -125,7 +126,7 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 		normalise(t->seg, t->nseg, t->t0);
 	}
 	rc = convert_events(t, &d, what);
-	mt_device_data_release(&d);
+	mt_analysis_release(&d);
 	if (rc == 0 && what & VW_LOAD_KERNELS)
 		rc = load_kernels(t);
 	if (rc < 0) {

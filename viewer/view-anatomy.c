@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "viewer-private.h"
 
 #define MAX_PARTS (VW_MAX_PHASES + 6)
@@ -272,8 +273,8 @@ static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
 	return table(c, a, x0, ty + f * 0.4, total, used) + f;
 }
 
-int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
-                    char *err, size_t errlen)
+static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+                     char *err, size_t errlen)
 {
 	uint32_t *ids = NULL;
 	size_t n = 0, i;
@@ -324,3 +325,12 @@ int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_re
 	free(ids);
 	return rc;
 }
+
+const struct vw_view vw_view_anatomy = {
+	.info = { .name = "anatomy",
+	          .summary = "device memory in use split into CUDA context, tensors,\n"
+	                     "fragmentation and allocator cache, one bar per device",
+	          .formats = VW_CAIRO_FORMATS,
+	          .uses = MT_VIEW_USES_AT | MT_VIEW_USES_ALL_DEVICES },
+	.draw = draw_view,
+};

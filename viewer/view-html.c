@@ -76,8 +76,8 @@ static int write_page(FILE *f, const char *title, const char *meta, const struct
 	return ferror(f) ? -EIO : 0;
 }
 
-int vw_html_render(struct mt_reader *r, const struct mt_render_options *o, const char *path,
-                   char *err, size_t errlen)
+static int write_view(struct mt_reader *r, const struct mt_render_options *o, const char *path,
+                      char *err, size_t errlen)
 {
 	json_t *meta = json_object();
 	struct vw_hbuf b = { 0 }, d = { 0 };
@@ -117,3 +117,13 @@ int vw_html_render(struct mt_reader *r, const struct mt_render_options *o, const
 	vw_hbuf_release(&d);
 	return rc;
 }
+
+const struct vw_view vw_view_html = {
+	.info = { .name = "html",
+	          .summary = "one self-contained interactive page (.html): the timeline\n"
+	                     "down to single allocations, hover details, anatomy and\n"
+	                     "segment maps at the moment under the cursor",
+	          .formats = 1u << MT_IMAGE_HTML,
+	          .uses = MT_VIEW_USES_POLICIES },
+	.write = write_view,
+};

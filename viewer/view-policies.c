@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "viewer-private.h"
 
 #define MAX_SERIES 16
@@ -138,7 +139,7 @@ out:
 	return rc;
 }
 
-int vw_view_policies(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                      char *err, size_t errlen)
 {
 	struct vw_policy_run *runs = NULL;
@@ -176,3 +177,12 @@ out:
 	vw_trace_release(&t);
 	return rc;
 }
+
+const struct vw_view vw_view_policies = {
+	.info = { .name = "policies",
+	          .summary = "peak reserved per policy against the lower bound, and\n"
+	                     "reserved memory over time per policy",
+	          .formats = VW_CAIRO_FORMATS,
+	          .uses = MT_VIEW_USES_WINDOW | MT_VIEW_USES_POLICIES },
+	.draw = draw_view,
+};

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "viewer-private.h"
 
 #define MAX_PANELS 8
@@ -216,7 +217,7 @@ static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct mt_
 	}
 }
 
-int vw_view_segments(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                      char *err, size_t errlen)
 {
 	struct mt_segmap maps[MAX_PANELS];
@@ -264,3 +265,11 @@ out:
 	vw_trace_release(&t);
 	return rc;
 }
+
+const struct vw_view vw_view_segments = {
+	.info = { .name = "segments",
+	          .summary = "the segment map at a moment, one row per segment",
+	          .formats = VW_CAIRO_FORMATS,
+	          .uses = MT_VIEW_USES_AT | MT_VIEW_USES_POLICIES },
+	.draw = draw_view,
+};

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "viewer-private.h"
 
 /* Bands drawn individually; the rest are merged (memory_viz merges beyond
@@ -351,7 +352,7 @@ static int draw(struct timeline *tl, const struct mt_render_options *o, char *er
 	return 0;
 }
 
-int vw_view_timeline(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                      char *err, size_t errlen)
 {
 	struct timeline tl;
@@ -373,3 +374,12 @@ int vw_view_timeline(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	vw_trace_release(&tl.t);
 	return rc;
 }
+
+const struct vw_view vw_view_timeline = {
+	.info = { .name = "timeline",
+	          .summary = "live allocations over time, reserved and device memory,\n"
+	                     "kernels, NVTX phases, peak and failed allocations",
+	          .formats = VW_CAIRO_FORMATS,
+	          .uses = MT_VIEW_USES_WINDOW | MT_VIEW_USES_POLICIES },
+	.draw = draw_view,
+};

@@ -13,13 +13,14 @@
 #include <cairo.h>
 
 #include "memtrace-analyze.h"
+#include "memtrace-common.h"
 #include "memtrace-format.h"
 #include "memtrace-replay.h"
 #include "memtrace-viewer.h"
 
-/* Formats a message into err and returns rc (a negative errno). */
-int vw_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+/* Formats a message into err and returns rc (a negative errno): the
+ * common helper. */
+#define vw_fail mt_fail
 
 /* ---- palette.c ------------------------------------------------------------ */
 
@@ -75,6 +76,9 @@ struct vw_canvas {
 	double font;                /* base font size, scaled with the picture */
 	cairo_font_face_t *face[2]; /* DejaVu Sans, regular and bold */
 };
+
+/* The formats a canvas writes (mt_view_info.formats of cairo views). */
+#define VW_CAIRO_FORMATS (1u << MT_IMAGE_PNG | 1u << MT_IMAGE_SVG | 1u << MT_IMAGE_PDF)
 
 /* Creates the output surface and a context with a white background and
  * DejaVu Sans selected. SVG and PDF write to path as they go; PNG on close. */
@@ -331,15 +335,25 @@ int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, st
 
 /* ---- the views -------------------------------------------------------------- */
 
-int vw_view_timeline(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
-                     char *err, size_t errlen);
-int vw_view_segments(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
-                     char *err, size_t errlen);
-int vw_view_policies(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
-                     char *err, size_t errlen);
-int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
-                    char *err, size_t errlen);
-int vw_view_compare(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+/* A view: one viewer/view-NAME.c defines `const struct vw_view vw_view_NAME`
+ * and NAME is one line of the list in viewer/meson.build, which becomes the
+ * registry (render.c) that mt_view_at, mt_render, the command line and the
+ * tests read. A view that writes a file of its own instead of drawing on a
+ * cairo canvas (an HTML page) gets a member taking the output path beside
+ * draw, and mt_render calls whichever the view has. */
+struct vw_view {
+	struct mt_view_info info;
+	/* Draws the trace open in r on c with the options (view and format
+	 * checked, sizes set). */
+	int (*draw)(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+	            char *err, size_t errlen);
+	/* Or writes out_path itself (created or replaced). */
+	int (*write)(struct mt_reader *r, const struct mt_render_options *o, const char *out_path,
+	             char *err, size_t errlen);
+};
+
+/* compare-runs.c: two runs' timelines aligned by phase (o->compare). */
+int vw_compare_runs(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                     char *err, size_t errlen);
 
 /* The columns of a plot width pixels wide over the options' window

@@ -38,7 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "memtrace-common.h"
 #include "memtrace-format.h"
+#include "memtrace-synth.h"
 
 #define CHUNK 65536
 

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "gpu-warmup.h"
+#include "memtrace-common.h"
 #include "memtrace-replay.h"
 #include "synth-stream.h"
 

@@ -14,10 +14,11 @@
  *
  * Under the cuda backend this is the driver's real pool; under sim it is
  * the sim backend's documented approximation of it (replay/backend-sim.c),
- * hence MT_POLICY_SIM_APPROX. The pool's internal layout belongs to the
- * driver, so walk shows each live allocation as a segment of its own;
- * allocated and requested are the requested bytes; reserved is the pool's
- * memory as the backend accounts it.
+ * hence MT_POLICY_SIM_APPROX. walk shows the pool's chunks and blocks where
+ * the backend can see them (sim); the driver's pool keeps its layout to
+ * itself, so under cuda each live allocation shows as a segment of its
+ * own. allocated and requested are the requested bytes; reserved is the
+ * pool's memory as the backend accounts it.
  *
  * Parameters: none. Left out: pool attributes other than the release
  * threshold, cross-stream dependencies (events), IPC pools.
@@ -36,7 +37,6 @@ struct async {
 	struct mt_policy base;
 	struct mt_backend *b;
 	struct mt_addrmap live; /* address -> bytes */
-	uint64_t allocated;
 	uint64_t cache_flushes;
 };
 
@@ -76,7 +76,7 @@ static int async_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, s
 		mt_backend_pool_free(p->b, *address, stream);
 		return -ENOMEM;
 	}
-	p->allocated += size;
+	p->base.allocated += size;
 	return 0;
 }
 
@@ -87,7 +87,7 @@ static int async_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 
 	if (!mt_addrmap_remove(&p->live, address, &bytes))
 		return -EINVAL;
-	p->allocated -= bytes;
+	p->base.allocated -= bytes;
 	return mt_backend_pool_free(p->b, address, stream);
 }
 
@@ -98,20 +98,41 @@ static int async_empty_cache(struct mt_policy *pol)
 
 static int async_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 {
-	return mt_policy_walk_own_segments(&((struct async *)pol)->live, fn, data);
+	struct async *p = (struct async *)pol;
+	int rc = mt_backend_pool_walk(p->b, fn, data);
+
+	return rc == -ENOTSUP ? mt_policy_walk_own_segments(&p->live, fn, data) : rc;
+}
+
+/* Segments and the largest free block, as walk shows them. */
+struct layout {
+	uint64_t segments, largest_free;
+};
+
+static int count(void *data, bool is_segment, const struct mt_policy_block *blk)
+{
+	struct layout *l = data;
+
+	if (is_segment)
+		l->segments++;
+	else if (!blk->allocated && blk->bytes > l->largest_free)
+		l->largest_free = blk->bytes;
+	return 0;
 }
 
 static void async_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct async *p = (struct async *)pol;
 	struct mt_backend_stats bs;
+	struct layout l = { 0, 0 };
 
+	async_walk(pol, count, &l);
 	mt_backend_get_stats(p->b, &bs);
-	st->allocated = p->allocated;
-	st->requested = p->allocated;
+	st->allocated = p->base.allocated;
+	st->requested = p->base.allocated;
 	st->reserved = bs.reserved;
-	st->segments = p->live.count;
-	st->largest_free = 0; /* inside the driver's pool: unknown */
+	st->segments = l.segments;
+	st->largest_free = l.largest_free;
 	st->cache_flushes = p->cache_flushes;
 }
 

@@ -78,7 +78,7 @@ struct bfc {
 	uint64_t max_internal_fragmentation;
 	bool started_backpedal;
 	bool garbage_collection;
-	uint64_t nregions, next_seq, allocated, requested, cache_flushes;
+	uint64_t nregions, next_seq, requested, cache_flushes;
 };
 
 static uint64_t rounded_bytes(uint64_t bytes)
@@ -334,7 +334,7 @@ static int bfc_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, siz
 		bin_insert(p, coalesce(p, c));
 		return -ENOMEM;
 	}
-	p->allocated += c->size;
+	p->base.allocated += c->size;
 	p->requested += c->requested;
 	*address = c->addr;
 	return 0;
@@ -350,7 +350,7 @@ static int bfc_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 		return -EINVAL;
 	c = (struct chunk *)(uintptr_t)v;
 	c->in_use = false;
-	p->allocated -= c->size;
+	p->base.allocated -= c->size;
 	p->requested -= c->requested;
 	bin_insert(p, coalesce(p, c));
 	return 0;
@@ -385,7 +385,7 @@ static void bfc_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct bfc *p = (struct bfc *)pol;
 
-	st->allocated = p->allocated;
+	st->allocated = p->base.allocated;
 	st->requested = p->requested;
 	st->reserved = p->total_region_allocated;
 	st->segments = p->nregions;

@@ -49,7 +49,7 @@ struct buddy {
 	struct mt_addrmap blocks; /* address -> block (free and allocated) */
 	struct buddy_segment *segments;
 	struct block *spare;
-	uint64_t allocated, requested, reserved, nsegments, flushes;
+	uint64_t requested, reserved, nsegments, flushes;
 };
 
 static unsigned log2_ceil(uint64_t x)
@@ -171,7 +171,7 @@ static int add_segment(struct buddy *p, unsigned order)
 {
 	uint64_t address;
 	int rc = mt_backend_alloc(p->backend, 1ull << order, &address);
-	if (rc == -ENOMEM && p->reserved > p->allocated) {
+	if (rc == -ENOMEM && p->reserved > p->base.allocated) {
 		p->flushes++;
 		if ((rc = release_segments(p, false)) < 0)
 			return rc;
@@ -225,7 +225,7 @@ static int buddy_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, s
 		list_push(p, half);
 	}
 	k->requested = bytes;
-	p->allocated += 1ull << k->order;
+	p->base.allocated += 1ull << k->order;
 	p->requested += bytes;
 	*address = k->address;
 	return 0;
@@ -237,7 +237,7 @@ static int buddy_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 	struct block *k = lookup(p, address);
 	if (!k || k->free)
 		return -EINVAL;
-	p->allocated -= 1ull << k->order;
+	p->base.allocated -= 1ull << k->order;
 	p->requested -= k->requested;
 	uint64_t base = k->segment->address;
 	while (k->order < k->segment->order) {
@@ -286,7 +286,7 @@ static void buddy_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 	for (unsigned j = 0; j < ORDERS; j++)
 		if (p->free_list[j])
 			largest = 1ull << j;
-	*st = (struct mt_policy_stats){ .allocated = p->allocated,
+	*st = (struct mt_policy_stats){ .allocated = p->base.allocated,
 		                        .requested = p->requested,
 		                        .reserved = p->reserved,
 		                        .segments = p->nsegments,

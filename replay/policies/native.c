@@ -20,7 +20,6 @@ struct native {
 	struct mt_policy base;
 	struct mt_backend *backend;
 	struct mt_addrmap live; /* address -> bytes */
-	uint64_t allocated;
 };
 
 static int native_create(struct mt_policy **out, struct mt_backend *b, const char *params,
@@ -49,7 +48,7 @@ static int native_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, 
 		mt_backend_free(p->backend, *address);
 		return -ENOMEM;
 	}
-	p->allocated += bytes;
+	p->base.allocated += bytes;
 	return 0;
 }
 
@@ -59,7 +58,7 @@ static int native_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 	uint64_t bytes;
 	if (!mt_addrmap_remove(&p->live, address, &bytes))
 		return -EINVAL;
-	p->allocated -= bytes;
+	p->base.allocated -= bytes;
 	return mt_backend_free(p->backend, address);
 }
 
@@ -76,9 +75,9 @@ static int native_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 static void native_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct native *p = (struct native *)pol;
-	*st = (struct mt_policy_stats){ .allocated = p->allocated,
-		                        .requested = p->allocated,
-		                        .reserved = p->allocated,
+	*st = (struct mt_policy_stats){ .allocated = p->base.allocated,
+		                        .requested = p->base.allocated,
+		                        .reserved = p->base.allocated,
 		                        .segments = p->live.count };
 }
 

@@ -40,7 +40,7 @@ struct planned {
 	size_t n;
 	uint64_t arena_bytes, arena; /* arena: address, 0 = not held */
 	struct mt_addrmap live;      /* address -> request index */
-	uint64_t allocated, requested;
+	uint64_t requested;
 };
 
 static int planned_create(struct mt_policy **out, struct mt_backend *b, const char *params,
@@ -283,7 +283,7 @@ static int planned_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream,
 	*address = p->arena + p->offset[index];
 	if (mt_addrmap_put(&p->live, *address, index) < 0)
 		return -ENOMEM;
-	p->allocated += p->size[index];
+	p->base.allocated += p->size[index];
 	p->requested += bytes;
 	return 0;
 }
@@ -294,7 +294,7 @@ static int planned_free(struct mt_policy *pol, uint64_t address, uint64_t stream
 	uint64_t i;
 	if (!mt_addrmap_remove(&p->live, address, &i))
 		return -EINVAL;
-	p->allocated -= p->size[i];
+	p->base.allocated -= p->size[i];
 	p->requested -= p->bytes[i];
 	return 0;
 }
@@ -352,7 +352,7 @@ static int planned_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 static void planned_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct planned *p = (struct planned *)pol;
-	*st = (struct mt_policy_stats){ .allocated = p->allocated,
+	*st = (struct mt_policy_stats){ .allocated = p->base.allocated,
 		                        .requested = p->requested,
 		                        .reserved = p->arena ? p->arena_bytes : 0,
 		                        .segments = p->arena ? 1 : 0 };

@@ -87,7 +87,7 @@ struct stitch {
 	size_t nstreams;
 	struct vblock *all;
 	uint64_t nblocks, pages_held, next_seq;
-	uint64_t allocated, requested, cache_flushes;
+	uint64_t large_allocated, requested, cache_flushes; /* large requests */
 };
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -296,6 +296,12 @@ static int split(struct stitch *p, struct vblock *v, uint64_t keep)
 
 /* ---- allocation ---- */
 
+/* The counter the driver follows: large blocks and the small pool's. */
+static void sum_allocated(struct stitch *p)
+{
+	p->base.allocated = p->large_allocated + p->small->allocated;
+}
+
 static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t *address)
 {
 	int rc = mt_addrmap_put(&p->live, v->va, (uint64_t)(uintptr_t)v);
@@ -306,7 +312,8 @@ static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t
 	}
 	v->allocated = true;
 	v->requested = requested;
-	p->allocated += v->npages * p->page;
+	p->large_allocated += v->npages * p->page;
+	sum_allocated(p);
 	p->requested += requested;
 	*address = v->va;
 	return 0;
@@ -421,8 +428,11 @@ static int stitch_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, 
 	struct vblock *v;
 	int rc;
 
-	if (bytes <= TORCH_SMALL_SIZE)
-		return p->small->ops->alloc(p->small, bytes, stream, index, address);
+	if (bytes <= TORCH_SMALL_SIZE) {
+		rc = p->small->ops->alloc(p->small, bytes, stream, index, address);
+		sum_allocated(p);
+		return rc;
+	}
 	need = (bytes + p->page - 1) / p->page;
 	rc = alloc_large(p, need, stream, &v);
 	if (rc == -ENOMEM) { /* 4. release other streams' cache and retry */
@@ -440,11 +450,16 @@ static int stitch_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 	struct vblock *v;
 	uint64_t val;
 
-	if (!mt_addrmap_remove(&p->live, address, &val))
-		return p->small->ops->free(p->small, address, stream);
+	if (!mt_addrmap_remove(&p->live, address, &val)) {
+		int rc = p->small->ops->free(p->small, address, stream);
+
+		sum_allocated(p);
+		return rc;
+	}
 	v = (struct vblock *)(uintptr_t)val;
 	v->allocated = false;
-	p->allocated -= v->npages * p->page;
+	p->large_allocated -= v->npages * p->page;
+	sum_allocated(p);
 	p->requested -= v->requested;
 	free_insert(p, v);
 	return 0;
@@ -486,7 +501,7 @@ static void stitch_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 		n = mt_rb_lower_bound(&p->free_tree, &key, key_free);
 		n = n ? mt_rb_prev(n) : NULL;
 	}
-	st->allocated += p->allocated;
+	st->allocated += p->large_allocated;
 	st->requested += p->requested;
 	st->reserved += p->pages_held * p->page;
 	st->segments += p->nblocks;
@@ -504,7 +519,8 @@ static void stitch_destroy(struct mt_policy *pol)
 	while (p->all)
 		if (block_release(p, p->all) < 0)
 			break;
-	mt_policy_destroy(p->small);
+	if (p->small)
+		p->small->ops->destroy(p->small);
 	mt_addrmap_release(&p->live);
 	free(p->streams);
 	free(p);

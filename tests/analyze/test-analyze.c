@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tap.h"
 #include "memtrace-analyze.h"
 
 #define T0 1000000000ull
@@ -228,12 +228,12 @@ static int64_t sum_parts(const struct mt_anatomy *a)
 	return s;
 }
 
-static const char *name_of(const struct mt_device_report *rep, const struct mt_range *g)
+static const char *name_of(const struct mt_report *rep, const struct mt_range *g)
 {
 	return g ? mt_reader_string(rep->data.r, g->name) : "(none)";
 }
 
-static const struct mt_range_stats *stats_of(const struct mt_device_report *rep, const char *name)
+static const struct mt_range_stats *stats_of(const struct mt_report *rep, const char *name)
 {
 	size_t i;
 
@@ -271,10 +271,12 @@ static void test_sites(void)
 	CHECK(!strcmp(mt_site_frame(site1, 2, buf, 6), "/home"));
 }
 
-static void test_main(const char *path)
+static char main_path[64], replays_path[64], asis_path[64], nosample_path[64];
+
+static void test_main(void)
 {
-	struct mt_reader *r = open_reader(path);
-	struct mt_device_report rep;
+	struct mt_reader *r = open_reader(main_path);
+	struct mt_report rep;
 	struct mt_report_options opt = { 0 };
 	const struct mt_range_stats *s;
 	const struct mt_anatomy *a = &rep.anatomy;
@@ -283,7 +285,7 @@ static void test_main(const char *path)
 
 	if (!r)
 		return;
-	CHECK(mt_device_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECK(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
 	CHECK(rep.data.layer == MT_LAYER_REQUEST);
 	CHECK(rep.peak_bytes == 54 * MiB);
 	CHECK(rep.peak_at == T0 + 72 * MS);
@@ -366,14 +368,14 @@ static void test_main(const char *path)
 		CHECK(o->nlargest == 5 && o->largest[0].l->bytes == 20 * MiB);
 		CHECK(o->budget_sampled && o->budget == 636 * MiB);
 	}
-	mt_device_report_release(&rep);
+	mt_report_release(&rep);
 
 	/* at 45 ms: the nearer sample (t=70) saw S3 too; t=2 has the same
 	 * driver memory (S1 + S2 = 96) and reads 90: no context, unexplained
 	 * -6; S2 holds nothing: cache 32; S1 holds R1 R6 = 18 (46 free) */
 	opt.at_set = true;
 	opt.at = 45 * MS - MS; /* since t0 = the first memory event, 1 ms */
-	CHECK(mt_device_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECK(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
 	CHECK(rep.at == T0 + 45 * MS);
 	CHECK(rep.peak_bytes == 54 * MiB); /* the peak is always there */
 	CHECK(a->sample_ts == T0 + 2 * MS && a->measured_at == T0 + 45 * MS);
@@ -383,39 +385,39 @@ static void test_main(const char *path)
 	CHECK(a->part[MT_PART_UNEXPLAINED] == -(int64_t)(6 * MiB));
 	CHECK(sum_parts(a) == (int64_t)a->used_bytes);
 	CHECK(rep.ntop == 2 && rep.live_at_bytes == 18 * MiB);
-	mt_device_report_release(&rep);
+	mt_report_release(&rep);
 
 	/* at 95 ms (S1 + S3 = 80) no sample saw the same driver memory: the
 	 * nearest (t=80, 600 used) and every part at its time: R1 R3 R4 R6 =
 	 * 34 live, S1 34 free, S2 28 free, S3 cache 16, context 600 - 112 */
 	opt.at = 95 * MS - MS;
-	CHECK(mt_device_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECK(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
 	CHECK(a->sample_ts == T0 + 80 * MS && a->measured_at == T0 + 80 * MS);
 	CHECK(a->part[MT_PART_LIVE] == (int64_t)(34 * MiB));
 	CHECK(a->part[MT_PART_FRAGMENTATION] == (int64_t)(62 * MiB));
 	CHECK(a->part[MT_PART_CACHE] == (int64_t)(16 * MiB));
 	CHECK(a->part[MT_PART_CONTEXT] == (int64_t)(488 * MiB));
 	CHECK(a->part[MT_PART_UNEXPLAINED] == 0);
-	mt_device_report_release(&rep);
+	mt_report_release(&rep);
 
 	/* a moment after the trace is refused */
 	opt.at = 10 * 1000 * MS;
-	CHECK(mt_device_report_build(&rep, r, 0, &opt, err, sizeof(err)) == -ERANGE);
+	CHECK(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == -ERANGE);
 	CHECK(strstr(err, "after the end") != NULL);
-	mt_device_report_release(&rep);
+	mt_report_release(&rep);
 	mt_reader_free(r);
 }
 
-static void test_replays(const char *path)
+static void test_replays(void)
 {
-	struct mt_reader *r = open_reader(path);
-	struct mt_device_report rep;
+	struct mt_reader *r = open_reader(replays_path);
+	struct mt_report rep;
 	struct mt_report_options opt = { 0 };
 	char err[256];
 
 	if (!r)
 		return;
-	CHECK(mt_device_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECK(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
 	/* the latest bestfit (600 MiB) fits the 636 MiB budget, caching
 	 * (700 MiB) does not */
 	CHECK(rep.nreplays == 2);
@@ -426,21 +428,21 @@ static void test_replays(const char *path)
 		CHECK(!strcmp(rep.replays[1].rec->policy, "caching"));
 		CHECK(!rep.ooms[0].fits[1]);
 	}
-	mt_device_report_release(&rep);
+	mt_report_release(&rep);
 	mt_reader_free(r);
 }
 
-static void test_asis(const char *path, bool with_sample)
+static void check_asis(const char *path, bool with_sample)
 {
 	struct mt_reader *r = open_reader(path);
-	struct mt_device_report rep;
+	struct mt_report rep;
 	struct mt_report_options opt = { 0 };
 	const struct mt_anatomy *a = &rep.anatomy;
 	char err[256];
 
 	if (!r)
 		return;
-	CHECK(mt_device_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECK(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
 	CHECK(rep.data.layer == MT_LAYER_DRIVER);
 	CHECK(rep.peak_bytes == 150 * MiB && rep.peak_at == T0 + 2 * MS);
 	CHECK(!a->cache_known);
@@ -458,7 +460,7 @@ static void test_asis(const char *path, bool with_sample)
 		CHECK(!a->available && strstr(a->why, "no samples"));
 		CHECK(a->part[MT_PART_CONTEXT] == 0 && a->part[MT_PART_UNEXPLAINED] == 0);
 	}
-	mt_device_report_release(&rep);
+	mt_report_release(&rep);
 	mt_reader_free(r);
 }
 
@@ -478,33 +480,36 @@ static void test_peak_ties(void)
 	CHECK(mt_peak_moment(l, 0, &peak, &at) == 0 && peak == 0);
 }
 
+static void test_asis(void)
+{
+	check_asis(asis_path, true);
+}
+
+static void test_asis_without_samples(void)
+{
+	check_asis(nosample_path, false);
+}
+
 int main(void)
 {
-	char dir[] = "/tmp/mt-analyze-XXXXXX", main_path[64], rep_path[64], asis[64], nos[64];
+	char dir[] = "/tmp/mt-analyze-XXXXXX", cmd[128];
 
-	if (!mkdtemp(dir))
-		return 1;
+	REQUIRE(mkdtemp(dir) != NULL);
 	snprintf(main_path, sizeof(main_path), "%s/main.db", dir);
-	snprintf(rep_path, sizeof(rep_path), "%s/replays.db", dir);
-	snprintf(asis, sizeof(asis), "%s/asis.db", dir);
-	snprintf(nos, sizeof(nos), "%s/nosample.db", dir);
+	snprintf(replays_path, sizeof(replays_path), "%s/replays.db", dir);
+	snprintf(asis_path, sizeof(asis_path), "%s/asis.db", dir);
+	snprintf(nosample_path, sizeof(nosample_path), "%s/nosample.db", dir);
 	write_main(main_path, false);
-	write_main(rep_path, true);
-	write_asis(asis, true);
-	write_asis(nos, false);
-	test_sites();
-	test_peak_ties();
-	test_main(main_path);
-	test_replays(rep_path);
-	test_asis(asis, true);
-	test_asis(nos, false);
-	{
-		char cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0)
-			failures++;
-	}
-	printf("%s: %d failed checks\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	write_main(replays_path, true);
+	write_asis(asis_path, true);
+	write_asis(nosample_path, false);
+	TEST(test_sites);
+	TEST(test_peak_ties);
+	TEST(test_main);
+	TEST(test_replays);
+	TEST(test_asis);
+	TEST(test_asis_without_samples);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+	return check_done();
 }

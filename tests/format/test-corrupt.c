@@ -18,11 +18,11 @@ static char good[256], bad[256];
 static void write_good(void)
 {
 	struct mt_writer *w = mt_writer_new();
-	CHECK(mt_writer_open(w, good, MT_WRITER_CREATE) == 0);
+	REQUIRE(mt_writer_open(w, good, MT_WRITER_CREATE) == 0);
 	uint32_t p, d;
 	struct mt_process proc = { .pid = 1 };
 	struct mt_device dev = { .uuid = "GPU-c" };
-	CHECK(mt_writer_add_process(w, &proc, &p) == 0 && mt_writer_add_device(w, &dev, &d) == 0);
+	REQUIRE(mt_writer_add_process(w, &proc, &p) == 0 && mt_writer_add_device(w, &dev, &d) == 0);
 	mt_writer_set_chunk_events(w, 500);
 	uint64_t s = 3;
 	for (uint64_t i = 0; i < 3000; i++) {
@@ -31,9 +31,9 @@ static void write_good(void)
 			               .process = p,
 			               .device = d };
 		random_payload(&ev, &s);
-		CHECK(mt_writer_append(w, &ev) == 0);
+		REQUIRE(mt_writer_append(w, &ev) == 0);
 	}
-	CHECK(mt_writer_flush(w) == 0);
+	REQUIRE(mt_writer_flush(w) == 0);
 	mt_writer_free(w);
 }
 
@@ -41,19 +41,19 @@ static void write_file(const char *path, const void *data, size_t len)
 {
 	remove_trace(path);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	CHECK(fd >= 0);
-	CHECK(write(fd, data, len) == (ssize_t)len);
+	REQUIRE(fd >= 0);
+	REQUIRE(write(fd, data, len) == (ssize_t)len);
 	close(fd);
 }
 
 static unsigned char *read_file(const char *path, size_t *len)
 {
 	struct stat st;
-	CHECK(stat(path, &st) == 0);
+	REQUIRE(stat(path, &st) == 0);
 	unsigned char *buf = malloc((size_t)st.st_size + 1);
 	int fd = open(path, O_RDONLY);
-	CHECK(fd >= 0 && buf);
-	CHECK(read(fd, buf, (size_t)st.st_size) == st.st_size);
+	REQUIRE(fd >= 0 && buf);
+	REQUIRE(read(fd, buf, (size_t)st.st_size) == st.st_size);
 	close(fd);
 	*len = (size_t)st.st_size;
 	return buf;
@@ -65,9 +65,8 @@ static int open_fails(const char *path, const char *words)
 	struct mt_reader *r = mt_reader_new();
 	int rc = mt_reader_open(r, path);
 	if (words) {
-		if (!strstr(mt_reader_message(r), words))
-			fprintf(stderr, "message: %s\n", mt_reader_message(r));
-		CHECK(strstr(mt_reader_message(r), words) != NULL);
+		CHECKF(strstr(mt_reader_message(r), words) != NULL, "message '%s' lacks '%s'",
+		       mt_reader_message(r), words);
 		CHECK(strstr(mt_reader_message(r), path) != NULL);
 		CHECK(strchr(mt_reader_message(r), '\n') == NULL);
 	}
@@ -102,8 +101,8 @@ static int read_everything(const char *path, char *message, size_t len)
 static void sql(const char *path, const char *statement)
 {
 	sqlite3 *db;
-	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, statement, NULL, NULL, NULL) == SQLITE_OK);
+	REQUIRE(sqlite3_open(path, &db) == SQLITE_OK);
+	REQUIRE(sqlite3_exec(db, statement, NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 }
 
@@ -116,32 +115,34 @@ static void copy_good(void)
 	free(data);
 }
 
-static void chunk_damage(void)
+static void test_chunk_damage(void)
 {
 	char msg[600], sqltext[300];
 	/* A byte flipped in the middle of chunk 2's blob. */
 	copy_good();
 	sqlite3 *db;
-	CHECK(sqlite3_open(bad, &db) == SQLITE_OK);
+	REQUIRE(sqlite3_open(bad, &db) == SQLITE_OK);
 	sqlite3_stmt *st;
-	CHECK(sqlite3_prepare_v2(db, "SELECT blob FROM chunks WHERE id = 2", -1, &st, NULL) == 0);
-	CHECK(sqlite3_step(st) == SQLITE_ROW);
+	REQUIRE(sqlite3_prepare_v2(db, "SELECT blob FROM chunks WHERE id = 2", -1, &st, NULL) == 0);
+	REQUIRE(sqlite3_step(st) == SQLITE_ROW);
 	size_t len = (size_t)sqlite3_column_bytes(st, 0);
 	unsigned char *blob = malloc(len);
+	REQUIRE(blob);
 	memcpy(blob, sqlite3_column_blob(st, 0), len);
 	sqlite3_finalize(st);
 	for (size_t at = 0; at < len; at += len / 7 + 1) {
 		blob[at] ^= 0x10;
-		CHECK(sqlite3_prepare_v2(db, "UPDATE chunks SET blob = ? WHERE id = 2", -1, &st,
-		                         NULL) == 0);
+		REQUIRE(sqlite3_prepare_v2(db, "UPDATE chunks SET blob = ? WHERE id = 2", -1, &st,
+		                           NULL) == 0);
 		sqlite3_bind_blob(st, 1, blob, (int)len, SQLITE_STATIC);
-		CHECK(sqlite3_step(st) == SQLITE_DONE);
+		REQUIRE(sqlite3_step(st) == SQLITE_DONE);
 		sqlite3_finalize(st);
 		blob[at] ^= 0x10;
 		sqlite3_close(db);
-		CHECK(read_everything(bad, msg, sizeof(msg)) == -EBADMSG);
-		CHECK(strstr(msg, "chunk 2 ") != NULL);
-		CHECK(sqlite3_open(bad, &db) == SQLITE_OK);
+		CHECKF(read_everything(bad, msg, sizeof(msg)) == -EBADMSG &&
+		               strstr(msg, "chunk 2 "),
+		       "byte %zu of chunk 2 flipped: '%s'", at, msg);
+		REQUIRE(sqlite3_open(bad, &db) == SQLITE_OK);
 	}
 	sqlite3_close(db);
 	free(blob);
@@ -159,13 +160,12 @@ static void chunk_damage(void)
 		snprintf(sqltext, sizeof(sqltext), "%s", edits[i]);
 		sql(bad, sqltext);
 		int rc = read_everything(bad, msg, sizeof(msg));
-		if (rc != -EBADMSG || !strstr(msg, "chunk 3 "))
-			fprintf(stderr, "%s: %d %s\n", edits[i], rc, msg);
-		CHECK(rc == -EBADMSG && strstr(msg, "chunk 3 ") != NULL);
+		CHECKF(rc == -EBADMSG && strstr(msg, "chunk 3 ") != NULL, "%s: rc %d, '%s'",
+		       edits[i], rc, msg);
 	}
 }
 
-static void random_damage(void)
+static void test_random_damage(void)
 {
 	size_t len;
 	unsigned char *data = read_file(good, &len);
@@ -173,28 +173,27 @@ static void random_damage(void)
 	char msg[600];
 	for (int round = 0; round < 60; round++) {
 		unsigned char *copy = malloc(len);
+		REQUIRE(copy);
 		memcpy(copy, data, len);
 		for (int k = 0; k < 1 + round % 8; k++)
-			copy[rnd(&s) % len] ^= (unsigned char)(1 + rnd(&s) % 255);
+			copy[mt_splitmix64(&s) % len] ^=
+			        (unsigned char)(1 + mt_splitmix64(&s) % 255);
 		write_file(bad, copy, len);
 		int rc = read_everything(bad, msg, sizeof(msg));
-		CHECK(rc == 0 || rc == -EBADMSG || rc == -EIO || rc == -ENOTSUP);
+		CHECKF(rc == 0 || rc == -EBADMSG || rc == -EIO || rc == -ENOTSUP, "round %d: rc %d",
+		       round, rc);
 		if (rc < 0)
-			CHECK(msg[0] != '\0' && !strchr(msg, '\n'));
+			CHECKF(msg[0] != '\0' && !strchr(msg, '\n'), "round %d: message '%s'",
+			       round, msg);
 		free(copy);
 	}
 	free(data);
 }
 
-int main(void)
+/* Missing, empty and non-database files; the writer refuses a file that
+ * is not a trace and leaves it alone. */
+static void test_not_a_trace(void)
 {
-	temp_trace(good, sizeof(good), "good");
-	temp_trace(bad, sizeof(bad), "bad");
-	remove_trace(good);
-	write_good();
-
-	char msg[600];
-	CHECK(read_everything(good, msg, sizeof(msg)) == 0);
 	remove_trace(bad);
 	CHECK(open_fails(bad, "No such file") == -ENOENT);
 	write_file(bad, "", 0);
@@ -202,7 +201,6 @@ int main(void)
 	const char text[] = "alloc,free\n1,2\n";
 	write_file(bad, text, sizeof(text));
 	CHECK(open_fails(bad, "not a memtrace trace (not an SQLite database)") == -EBADMSG);
-	/* The writer refuses it too and leaves it alone. */
 	struct mt_writer *w = mt_writer_new();
 	CHECK(mt_writer_open(w, bad, MT_WRITER_CREATE) == -EBADMSG);
 	CHECK(strstr(mt_writer_message(w), "not a memtrace trace") != NULL);
@@ -211,16 +209,22 @@ int main(void)
 	unsigned char *after = read_file(bad, &len);
 	CHECK(len == sizeof(text) && memcmp(after, text, len) == 0);
 	free(after);
+}
 
-	/* Cut short: at half, and inside the header. */
+/* Cut short: at half, and inside the header. */
+static void test_cut_short(void)
+{
+	size_t len;
 	unsigned char *data = read_file(good, &len);
 	write_file(bad, data, len / 2);
 	CHECK(open_fails(bad, "not a memtrace trace") == -EBADMSG);
 	write_file(bad, data, 50);
 	CHECK(open_fails(bad, "not a memtrace trace") == -EBADMSG);
 	free(data);
+}
 
-	/* Some other SQLite database. */
+static void test_other_database(void)
+{
 	remove_trace(bad);
 	sql(bad, "CREATE TABLE meta (key TEXT, value TEXT);"
 	         "INSERT INTO meta VALUES ('format_version', '1')");
@@ -228,23 +232,39 @@ int main(void)
 	remove_trace(bad);
 	sql(bad, "CREATE TABLE t (x)");
 	CHECK(open_fails(bad, "not a memtrace trace") == -EBADMSG);
+}
 
-	/* A newer format version. */
+static void test_newer_version(void)
+{
 	copy_good();
 	sql(bad, "UPDATE meta SET value = '2' WHERE key = 'format_version'");
 	CHECK(open_fails(bad, "written by format version 2; this memtrace reads up to 1") ==
 	      -ENOTSUP);
-	w = mt_writer_new();
+	struct mt_writer *w = mt_writer_new();
 	CHECK(mt_writer_open(w, bad, 0) == -ENOTSUP);
 	mt_writer_free(w);
 	copy_good();
 	sql(bad, "UPDATE meta SET value = 'one' WHERE key = 'format_version'");
 	CHECK(open_fails(bad, "format_version") == -EBADMSG);
+}
 
-	chunk_damage();
-	random_damage();
+int main(void)
+{
+	char msg[600];
+
+	temp_trace(good, sizeof(good), "good");
+	temp_trace(bad, sizeof(bad), "bad");
+	remove_trace(good);
+	write_good();
+	REQUIRE(read_everything(good, msg, sizeof(msg)) == 0);
+
+	TEST(test_not_a_trace);
+	TEST(test_cut_short);
+	TEST(test_other_database);
+	TEST(test_newer_version);
+	TEST(test_chunk_damage);
+	TEST(test_random_damage);
 	remove_trace(good);
 	remove_trace(bad);
-	printf("corrupt: ok\n");
-	return 0;
+	return check_done();
 }

@@ -1,6 +1,6 @@
-/* test-events.h — helpers shared by the format tests: a small deterministic
- * random generator, random events of every kind, field-wise comparison and
- * a check macro that reports the failing line. */
+/* test-events.h — helpers shared by the format tests: random events of
+ * every kind (from the common splitmix64), field-wise comparison, temporary
+ * traces; the assertions are tests/tap.h's. */
 #ifndef MEMTRACE_TEST_EVENTS_H
 #define MEMTRACE_TEST_EVENTS_H
 
@@ -10,37 +10,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "memtrace-common.h"
 #include "memtrace-format.h"
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
-
-/* splitmix64 */
-static inline uint64_t rnd(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
+#include "tap.h"
 
 /* A value that is often small, sometimes huge, sometimes an extreme. */
 static inline uint64_t rnd_value(uint64_t *s)
 {
-	switch (rnd(s) % 6) {
+	switch (mt_splitmix64(s) % 6) {
 	case 0:
 		return 0;
 	case 1:
-		return UINT64_MAX - rnd(s) % 3;
+		return UINT64_MAX - mt_splitmix64(s) % 3;
 	case 2:
-		return rnd(s);
+		return mt_splitmix64(s);
 	default:
-		return rnd(s) % 5000;
+		return mt_splitmix64(s) % 5000;
 	}
 }
 
@@ -52,13 +37,13 @@ static inline void random_payload(struct mt_event *ev, uint64_t *s)
 	case MT_EVENT_FREE:
 		ev->alloc.address = rnd_value(s);
 		ev->alloc.bytes = rnd_value(s);
-		ev->alloc.stream = rnd(s) % 4 ? 7 : rnd_value(s);
+		ev->alloc.stream = mt_splitmix64(s) % 4 ? 7 : rnd_value(s);
 		ev->alloc.correlation = rnd_value(s);
-		ev->alloc.reuse_delay = rnd(s) % 3 ? 0 : rnd_value(s);
+		ev->alloc.reuse_delay = mt_splitmix64(s) % 3 ? 0 : rnd_value(s);
 		ev->alloc.site = (uint32_t)rnd_value(s);
-		ev->alloc.layer = (uint8_t)(rnd(s) % 2);
-		ev->alloc.mem_kind = (uint8_t)rnd(s);
-		ev->alloc.api = (uint8_t)(rnd(s) % 3 ? MT_API_TORCH : rnd(s));
+		ev->alloc.layer = (uint8_t)(mt_splitmix64(s) % 2);
+		ev->alloc.mem_kind = (uint8_t)mt_splitmix64(s);
+		ev->alloc.api = (uint8_t)(mt_splitmix64(s) % 3 ? MT_API_TORCH : mt_splitmix64(s));
 		break;
 	case MT_EVENT_ALLOC_FAILED:
 		ev->failed.bytes = rnd_value(s);
@@ -66,11 +51,12 @@ static inline void random_payload(struct mt_event *ev, uint64_t *s)
 		ev->failed.stream = rnd_value(s);
 		ev->failed.error = (uint32_t)rnd_value(s);
 		ev->failed.site = (uint32_t)rnd_value(s);
-		ev->failed.layer = (uint8_t)rnd(s);
-		ev->failed.api = (uint8_t)rnd(s);
+		ev->failed.layer = (uint8_t)mt_splitmix64(s);
+		ev->failed.api = (uint8_t)mt_splitmix64(s);
 		break;
 	case MT_EVENT_KERNEL:
-		ev->kernel.end = rnd(s) % 5 ? ev->ts + rnd(s) % 100000 : rnd_value(s);
+		ev->kernel.end =
+		        mt_splitmix64(s) % 5 ? ev->ts + mt_splitmix64(s) % 100000 : rnd_value(s);
 		ev->kernel.stream = rnd_value(s);
 		ev->kernel.correlation = rnd_value(s);
 		ev->kernel.name = (uint32_t)rnd_value(s);
@@ -85,10 +71,11 @@ static inline void random_payload(struct mt_event *ev, uint64_t *s)
 		ev->copy.end = rnd_value(s);
 		ev->copy.bytes = rnd_value(s);
 		ev->copy.stream = rnd_value(s);
-		ev->copy.copy_kind = (uint8_t)rnd(s);
+		ev->copy.copy_kind = (uint8_t)mt_splitmix64(s);
 		break;
 	case MT_EVENT_RANGE:
-		ev->range.end = rnd(s) % 4 ? ev->ts + rnd(s) % 1000 : MT_TIME_UNKNOWN;
+		ev->range.end =
+		        mt_splitmix64(s) % 4 ? ev->ts + mt_splitmix64(s) % 1000 : MT_TIME_UNKNOWN;
 		ev->range.name = (uint32_t)rnd_value(s);
 		ev->range.domain = (uint32_t)rnd_value(s);
 		ev->range.thread = (uint32_t)rnd_value(s);
@@ -102,7 +89,7 @@ static inline void random_payload(struct mt_event *ev, uint64_t *s)
 		ev->pool.pool = rnd_value(s);
 		ev->pool.reserved_bytes = rnd_value(s);
 		ev->pool.used_bytes = rnd_value(s);
-		ev->pool.op = (uint8_t)rnd(s);
+		ev->pool.op = (uint8_t)mt_splitmix64(s);
 		break;
 	}
 }

@@ -23,20 +23,20 @@ static void put(struct mt_writer *w, unsigned kind, int p, int d, unsigned layer
 	ev.alloc.layer = (uint8_t)layer;
 	ev.alloc.stream = 3;
 	ev.alloc.reuse_delay = kind == MT_EVENT_FREE ? 7 : 0;
-	CHECK(mt_writer_append(w, &ev) == 0);
+	REQUIRE(mt_writer_append(w, &ev) == 0);
 }
 
 static void write_trace(const char *path, int with_requests)
 {
 	struct mt_writer *w = mt_writer_new();
-	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	REQUIRE(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
 	struct mt_process p = { .pid = 1 };
-	CHECK(mt_writer_add_process(w, &p, &proc[0]) == 0);
-	CHECK(mt_writer_add_process(w, &p, &proc[1]) == 0);
+	REQUIRE(mt_writer_add_process(w, &p, &proc[0]) == 0);
+	REQUIRE(mt_writer_add_process(w, &p, &proc[1]) == 0);
 	struct mt_device d = { .uuid = "GPU-1" };
-	CHECK(mt_writer_add_device(w, &d, &dev[0]) == 0);
+	REQUIRE(mt_writer_add_device(w, &d, &dev[0]) == 0);
 	d.uuid = "GPU-2";
-	CHECK(mt_writer_add_device(w, &d, &dev[1]) == 0);
+	REQUIRE(mt_writer_add_device(w, &d, &dev[1]) == 0);
 	mt_writer_set_chunk_events(w, 3);
 	const unsigned A = MT_EVENT_ALLOC, F = MT_EVENT_FREE, R = MT_LAYER_REQUEST,
 	               D = MT_LAYER_DRIVER;
@@ -54,7 +54,7 @@ static void write_trace(const char *path, int with_requests)
 		put(w, F, 0, 0, R, 70, 0x4000, 400);
 		put(w, A, 0, 0, R, 80, 0x1000, 100); /* address used again */
 	}
-	CHECK(mt_writer_flush(w) == 0);
+	REQUIRE(mt_writer_flush(w) == 0);
 	mt_writer_free(w);
 }
 
@@ -69,9 +69,9 @@ static void check_lifetimes(struct mt_reader *r, const struct mt_query *q, unsig
 {
 	struct mt_lifetime *l;
 	size_t n;
-	CHECK(mt_reader_lifetimes(r, q, layer, &l, &n) == 0);
-	CHECK(n == n_want);
-	for (size_t i = 0; i < n; i++) {
+	REQUIRE(mt_reader_lifetimes(r, q, layer, &l, &n) == 0);
+	CHECKF(n == n_want, "%zu lifetimes, want %zu", n, n_want);
+	for (size_t i = 0; i < n && i < n_want; i++) {
 		CHECK(l[i].start == want[i].start && l[i].end == want[i].end);
 		CHECK(l[i].bytes == want[i].bytes && l[i].address == want[i].address);
 		CHECK(l[i].process == proc[want[i].p] && l[i].device == dev[want[i].d]);
@@ -81,15 +81,11 @@ static void check_lifetimes(struct mt_reader *r, const struct mt_query *q, unsig
 	free(l);
 }
 
-int main(void)
-{
-	char path[256];
-	temp_trace(path, sizeof(path), "lifetimes");
-	remove_trace(path);
-	write_trace(path, 1);
-	struct mt_reader *r = mt_reader_new();
-	CHECK(mt_reader_open(r, path) == 0);
+static char path[256];
+static struct mt_reader *r;
 
+static void test_pairs(void)
+{
 	const uint64_t U = MT_TIME_UNKNOWN;
 	const uint32_t NA = MT_LIFETIME_NO_ALLOC, NF = MT_LIFETIME_NO_FREE;
 	struct mt_query all = { 0 };
@@ -102,8 +98,13 @@ int main(void)
 	check_lifetimes(r, &all, MT_LAYER_REQUEST, requests, 8);
 	static const struct want driver[] = { { 5, U, 2 << 20, 0x1000, 0, 0, NF } };
 	check_lifetimes(r, &all, MT_LAYER_DRIVER, driver, 1);
+}
 
-	/* Window from 30: the frees at 30 and 35 lost their allocs. */
+/* Window from 30: the frees at 30 and 35 lost their allocs. */
+static void test_window(void)
+{
+	const uint64_t U = MT_TIME_UNKNOWN;
+	const uint32_t NA = MT_LIFETIME_NO_ALLOC, NF = MT_LIFETIME_NO_FREE;
 	struct mt_query from30 = { .from = 30, .device = dev[0] };
 	static const struct want windowed[] = {
 		{ U, 30, 0, 0x1000, 0, 0, NA },   { U, 35, 150, 0x2000, 1, 0, NA },
@@ -111,36 +112,56 @@ int main(void)
 		{ 60, 70, 400, 0x4000, 0, 0, 0 }, { 80, U, 100, 0x1000, 0, 0, NF },
 	};
 	check_lifetimes(r, &from30, MT_LAYER_REQUEST, windowed, 6);
+}
 
-	/* Peaks: device 0 reaches 100+200+150 = 450 at 25, then 300+400 on top
-	 * of 200 = 900 at 60 (the earlier 300 stays live); with device 1's 1000
-	 * the total is 1900 at 60. */
+/* Peaks: device 0 reaches 100+200+150 = 450 at 25, then 300+400 on top of
+ * 200 = 900 at 60 (the earlier 300 stays live); with device 1's 1000 the
+ * total is 1900 at 60. */
+static void test_peaks(void)
+{
 	uint64_t peak, at;
-	struct mt_query d0 = { .device = dev[0] };
+	struct mt_query all = { 0 }, d0 = { .device = dev[0] }, early = { .to = 26 };
 	CHECK(mt_reader_peak_live(r, &d0, MT_LAYER_REQUEST, &peak, &at) == 0);
 	CHECK(peak == 900 && at == 60);
 	CHECK(mt_reader_peak_live(r, &all, MT_LAYER_REQUEST, &peak, &at) == 0);
 	CHECK(peak == 1900 && at == 60);
-	struct mt_query early = { .to = 26 };
 	CHECK(mt_reader_peak_live(r, &early, MT_LAYER_REQUEST, &peak, &at) == 0);
 	CHECK(peak == 1450 && at == 25);
 	CHECK(mt_reader_peak_live(r, &all, MT_LAYER_DRIVER, &peak, &at) == 0);
 	CHECK(peak == 2 << 20 && at == 5);
-
 	unsigned layer = 99;
 	CHECK(mt_reader_request_layer(r, &layer) == 0 && layer == MT_LAYER_REQUEST);
-	mt_reader_free(r);
-	remove_trace(path);
+}
 
-	/* Driver events only. */
-	write_trace(path, 0);
-	r = mt_reader_new();
-	CHECK(mt_reader_open(r, path) == 0);
-	CHECK(mt_reader_request_layer(r, &layer) == 0 && layer == MT_LAYER_DRIVER);
-	CHECK(mt_reader_peak_live(r, &all, MT_LAYER_REQUEST, &peak, &at) == 0);
-	CHECK(peak == 0 && at == MT_TIME_UNKNOWN);
-	mt_reader_free(r);
+/* Driver events only: the request layer is the driver's, no request peak. */
+static void test_driver_only(void)
+{
+	struct mt_reader *d = mt_reader_new();
+	struct mt_query all = { 0 };
+	uint64_t peak, at;
+	unsigned layer = 99;
+
 	remove_trace(path);
-	printf("lifetimes: ok\n");
-	return 0;
+	write_trace(path, 0);
+	REQUIRE(mt_reader_open(d, path) == 0);
+	CHECK(mt_reader_request_layer(d, &layer) == 0 && layer == MT_LAYER_DRIVER);
+	CHECK(mt_reader_peak_live(d, &all, MT_LAYER_REQUEST, &peak, &at) == 0);
+	CHECK(peak == 0 && at == MT_TIME_UNKNOWN);
+	mt_reader_free(d);
+}
+
+int main(void)
+{
+	temp_trace(path, sizeof(path), "lifetimes");
+	remove_trace(path);
+	write_trace(path, 1);
+	r = mt_reader_new();
+	REQUIRE(mt_reader_open(r, path) == 0);
+	TEST(test_pairs);
+	TEST(test_window);
+	TEST(test_peaks);
+	mt_reader_free(r);
+	TEST(test_driver_only);
+	remove_trace(path);
+	return check_done();
 }

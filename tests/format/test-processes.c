@@ -58,13 +58,12 @@ static uint64_t read_all_events(const char *path, uint64_t *n_out)
 {
 	struct mt_reader *r = mt_reader_new();
 	int rc = mt_reader_open(r, path);
-	if (rc < 0)
-		fprintf(stderr, "%s\n", mt_reader_message(r));
-	CHECK(rc == 0);
-	CHECK(mt_reader_process_count(r) == 1);
+	CHECKF(rc == 0, "%s", mt_reader_message(r));
+	REQUIRE(rc == 0);
+	REQUIRE(mt_reader_process_count(r) == 1);
 	uint32_t p = mt_reader_process(r, 0)->id, d = mt_reader_device(r, 0)->id;
 	struct mt_iter *it;
-	CHECK(mt_reader_iter(r, NULL, &it) == 0);
+	REQUIRE(mt_reader_iter(r, NULL, &it) == 0);
 	struct mt_event ev;
 	/* Allocs and frees fill chunks of their own: each kind is a prefix of
 	 * its events, in whole chunks. */
@@ -74,7 +73,9 @@ static uint64_t read_all_events(const char *path, uint64_t *n_out)
 		uint64_t i = 2 * seen[is_free]++ + (uint64_t)is_free;
 		struct mt_event want = nth_event(i, p, d);
 		want.seq = i;
-		CHECK(events_equal(&want, &ev));
+		CHECKF(events_equal(&want, &ev), "event %" PRIu64 " differs", i);
+		if (check_failed())
+			break;
 	}
 	CHECK(rc == 0);
 	CHECK(seen[0] % CHUNK == 0 && seen[1] % CHUNK == 0);
@@ -85,16 +86,16 @@ static uint64_t read_all_events(const char *path, uint64_t *n_out)
 	return n;
 }
 
-static void sigkill_test(void)
+static void test_sigkill(void)
 {
 	char path[256], wal[300];
 	temp_trace(path, sizeof(path), "killed");
 	remove_trace(path);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	int fds[2];
-	CHECK(pipe(fds) == 0);
+	REQUIRE(pipe(fds) == 0);
 	pid_t pid = fork();
-	CHECK(pid >= 0);
+	REQUIRE(pid >= 0);
 	if (pid == 0) {
 		close(fds[0]);
 		killed_child(path, fds[1]);
@@ -103,10 +104,10 @@ static void sigkill_test(void)
 	uint64_t count = 0, reports = 0;
 	while (reports < 20 && read(fds[0], &count, sizeof(count)) == sizeof(count))
 		reports++;
-	CHECK(reports == 20);
+	REQUIRE(reports == 20);
 	kill(pid, SIGKILL);
 	int status;
-	CHECK(waitpid(pid, &status, 0) == pid);
+	REQUIRE(waitpid(pid, &status, 0) == pid);
 	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	/* Reports that were still in the pipe. */
 	while (read(fds[0], &count, sizeof(count)) == sizeof(count))
@@ -192,17 +193,17 @@ static void concurrent_child(const char *path, int go, int out, int k)
 	_exit(0);
 }
 
-static void concurrent_test(void)
+static void test_concurrent_writers(void)
 {
 	char path[256];
 	temp_trace(path, sizeof(path), "shared");
 	remove_trace(path);
 	int go[2], out[2];
-	CHECK(pipe(go) == 0 && pipe(out) == 0);
+	REQUIRE(pipe(go) == 0 && pipe(out) == 0);
 	pid_t pids[WRITERS];
 	for (int k = 0; k < WRITERS; k++) {
 		pids[k] = fork();
-		CHECK(pids[k] >= 0);
+		REQUIRE(pids[k] >= 0);
 		if (pids[k] == 0) {
 			close(go[1]);
 			close(out[0]);
@@ -211,19 +212,20 @@ static void concurrent_test(void)
 	}
 	close(go[0]);
 	close(out[1]);
-	CHECK(write(go[1], "GOGO", WRITERS) == WRITERS); /* all start at once */
+	REQUIRE(write(go[1], "GOGO", WRITERS) == WRITERS); /* all start at once */
 	close(go[1]);
 	for (int k = 0; k < WRITERS; k++) {
 		int status;
-		CHECK(waitpid(pids[k], &status, 0) == pids[k]);
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		REQUIRE(waitpid(pids[k], &status, 0) == pids[k]);
+		CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d: status %d", k,
+		       status);
 	}
 	struct report rep[WRITERS];
-	CHECK(read(out[0], rep, sizeof(rep)) == sizeof(rep));
+	REQUIRE(read(out[0], rep, sizeof(rep)) == sizeof(rep));
 	close(out[0]);
 
 	struct mt_reader *r = mt_reader_new();
-	CHECK(mt_reader_open(r, path) == 0);
+	REQUIRE(mt_reader_open(r, path) == 0);
 	CHECK(mt_reader_process_count(r) == WRITERS);
 	CHECK(mt_reader_device_count(r) == 1);
 	CHECK(mt_reader_meta(r, "dropped_records") &&
@@ -236,7 +238,7 @@ static void concurrent_test(void)
 			CHECK(rep[j].own != rep[k].own && rep[j].process != rep[k].process);
 	}
 	struct mt_iter *it;
-	CHECK(mt_reader_iter(r, NULL, &it) == 0);
+	REQUIRE(mt_reader_iter(r, NULL, &it) == 0);
 	struct mt_event ev, prev = { 0 };
 	uint64_t per[WRITERS] = { 0 }, n = 0;
 	int rc;
@@ -244,17 +246,20 @@ static void concurrent_test(void)
 		int k = 0;
 		while (k < WRITERS && rep[k].process != ev.process)
 			k++;
-		CHECK(k < WRITERS);
+		REQUIRE(k < WRITERS);
 		struct mt_event want = nth_event(per[k], rep[k].process, rep[k].device);
 		want.seq = per[k]++;
 		want.alloc.site = rep[k].own;
-		CHECK(events_equal(&want, &ev));
+		CHECKF(events_equal(&want, &ev), "writer %d: event %" PRIu64 " differs", k,
+		       per[k] - 1);
 		if (n++ > 0)
 			CHECK(prev.ts < ev.ts ||
 			      (prev.ts == ev.ts &&
 			       (prev.process < ev.process ||
 			        (prev.process == ev.process && prev.seq < ev.seq))));
 		prev = ev;
+		if (check_failed())
+			break;
 	}
 	CHECK(rc == 0);
 	for (int k = 0; k < WRITERS; k++)
@@ -266,8 +271,7 @@ static void concurrent_test(void)
 
 int main(void)
 {
-	sigkill_test();
-	concurrent_test();
-	printf("processes: ok\n");
-	return 0;
+	TEST(test_sigkill);
+	TEST(test_concurrent_writers);
+	return check_done();
 }

@@ -18,6 +18,11 @@ struct expected {
 	size_t n;
 };
 
+static char trace[256];
+static struct expected written; /* every event, in (ts, process, seq) order */
+static uint32_t proc_ids[2], dev_ids[2];
+static struct mt_reader *reader;
+
 static int order_cmp(const void *a, const void *b)
 {
 	const struct mt_event *x = a, *y = b;
@@ -40,48 +45,49 @@ static int selected(const struct mt_query *q, const struct mt_event *e)
 static void check_query(struct mt_reader *r, const struct expected *all, const struct mt_query *q)
 {
 	struct mt_iter *it;
-	CHECK(mt_reader_iter(r, q, &it) == 0);
+	REQUIRE(mt_reader_iter(r, q, &it) == 0);
 	struct mt_event ev;
-	size_t i = 0, seen = 0;
+	size_t i = 0;
 	int rc;
 	while ((rc = mt_iter_next(it, &ev)) == 1) {
 		while (i < all->n && !selected(q, &all->e[i]))
 			i++;
-		CHECK(i < all->n);
-		CHECK(events_equal(&all->e[i], &ev));
+		CHECKF(i < all->n && events_equal(&all->e[i], &ev),
+		       "query kinds %#x device %u process %u [%" PRIu64 ", %" PRIu64
+		       "): event %zu differs",
+		       q->kinds, q->device, q->process, q->from, q->to, i);
+		if (check_failed())
+			break;
 		i++;
-		seen++;
 	}
-	CHECK(rc == 0);
+	CHECK(rc == 0 || check_failed());
 	while (i < all->n && !selected(q, &all->e[i]))
 		i++;
 	CHECK(i == all->n);
-	CHECK(mt_iter_next(it, &ev) == 0);
 	mt_iter_free(it);
-	(void)seen;
 }
 
 static void write_trace(const char *path, struct expected *all, uint32_t *procs, uint32_t *devs)
 {
 	struct mt_writer *w = mt_writer_new();
-	CHECK(w);
-	CHECK(mt_writer_open(w, path, 0) == -ENOENT);
-	CHECK(*mt_writer_message(w) != '\0');
-	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
-	CHECK(strcmp(mt_writer_message(w), "") == 0);
-	CHECK(mt_writer_set_meta(w, "command_line", "python train.py") == 0);
-	CHECK(mt_writer_set_meta(w, "capture", "as-is") == 0);
-	CHECK(mt_writer_set_meta(w, "capture", "requests") == 0);
+	REQUIRE(w);
+	REQUIRE(mt_writer_open(w, path, 0) == -ENOENT);
+	REQUIRE(*mt_writer_message(w) != '\0');
+	REQUIRE(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	REQUIRE(strcmp(mt_writer_message(w), "") == 0);
+	REQUIRE(mt_writer_set_meta(w, "command_line", "python train.py") == 0);
+	REQUIRE(mt_writer_set_meta(w, "capture", "as-is") == 0);
+	REQUIRE(mt_writer_set_meta(w, "capture", "requests") == 0);
 
 	struct mt_process p = {
 		.pid = 100, .start_ns = 5, .command_line = "python train.py", .hostname = "node1"
 	};
-	CHECK(mt_writer_add_process(w, &p, &procs[0]) == 0);
+	REQUIRE(mt_writer_add_process(w, &p, &procs[0]) == 0);
 	p.pid = 101;
 	p.parent = procs[0];
 	p.hostname = NULL; /* stored as "" */
-	CHECK(mt_writer_add_process(w, &p, &procs[1]) == 0);
-	CHECK(procs[0] > 0 && procs[1] > 0 && procs[0] != procs[1]);
+	REQUIRE(mt_writer_add_process(w, &p, &procs[1]) == 0);
+	REQUIRE(procs[0] > 0 && procs[1] > 0 && procs[0] != procs[1]);
 
 	struct mt_device d = { .ordinal = 0,
 		               .total_bytes = 80ull << 30,
@@ -89,51 +95,53 @@ static void write_trace(const char *path, struct expected *all, uint32_t *procs,
 		               .uuid = "GPU-aaaa",
 		               .driver_version = "580",
 		               .cuda_version = "13.0" };
-	CHECK(mt_writer_add_device(w, &d, &devs[0]) == 0);
+	REQUIRE(mt_writer_add_device(w, &d, &devs[0]) == 0);
 	d.uuid = "GPU-bbbb";
 	d.ordinal = 1;
-	CHECK(mt_writer_add_device(w, &d, &devs[1]) == 0);
+	REQUIRE(mt_writer_add_device(w, &d, &devs[1]) == 0);
 	uint32_t again;
 	d.uuid = "GPU-aaaa";
-	CHECK(mt_writer_add_device(w, &d, &again) == 0);
-	CHECK(again == devs[0] && devs[0] != devs[1]);
+	REQUIRE(mt_writer_add_device(w, &d, &again) == 0);
+	REQUIRE(again == devs[0] && devs[0] != devs[1]);
 
 	uint32_t s1, s2, s3;
-	CHECK(mt_writer_intern(w, "sgemm_kernel", &s1) == 0);
-	CHECK(mt_writer_intern(w, "forward", &s2) == 0);
-	CHECK(mt_writer_intern(w, "sgemm_kernel", &s3) == 0);
-	CHECK(s1 > 0 && s2 > 0 && s1 != s2 && s1 == s3);
+	REQUIRE(mt_writer_intern(w, "sgemm_kernel", &s1) == 0);
+	REQUIRE(mt_writer_intern(w, "forward", &s2) == 0);
+	REQUIRE(mt_writer_intern(w, "sgemm_kernel", &s3) == 0);
+	REQUIRE(s1 > 0 && s2 > 0 && s1 != s2 && s1 == s3);
 	/* Enough strings to make the cache grow. */
 	for (int i = 0; i < 600; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "frame_%d", i);
-		CHECK(mt_writer_intern(w, name, &s3) == 0);
+		REQUIRE(mt_writer_intern(w, name, &s3) == 0);
 	}
-	CHECK(mt_writer_intern(w, "forward", &s3) == 0 && s3 == s2);
+	REQUIRE(mt_writer_intern(w, "forward", &s3) == 0 && s3 == s2);
 
 	mt_writer_set_chunk_events(w, 97);
 	uint64_t s = 7, ts[2] = { 1000, 1000 };
 	all->e = calloc(N_EVENTS, sizeof(*all->e));
-	CHECK(all->e);
+	REQUIRE(all->e);
 	for (size_t i = 0; i < N_EVENTS; i++) {
 		struct mt_event *e = &all->e[i];
-		int pi = (int)(rnd(&s) % 2);
-		e->kind = (uint8_t)(1 + rnd(&s) % MT_EVENT_KIND_MAX);
+		int pi = (int)(mt_splitmix64(&s) % 2);
+		e->kind = (uint8_t)(1 + mt_splitmix64(&s) % MT_EVENT_KIND_MAX);
 		e->process = procs[pi];
-		e->device = devs[rnd(&s) % 2];
-		ts[pi] += rnd(&s) % 4 == 0 ? 0 : rnd(&s) % 50;
+		e->device = devs[mt_splitmix64(&s) % 2];
+		ts[pi] += mt_splitmix64(&s) % 4 == 0 ? 0 : mt_splitmix64(&s) % 50;
 		/* CUPTI delivers out of order now and then. */
-		e->ts = rnd(&s) % 10 == 0 && ts[pi] > 300 ? ts[pi] - rnd(&s) % 300 : ts[pi];
+		e->ts = mt_splitmix64(&s) % 10 == 0 && ts[pi] > 300
+		                ? ts[pi] - mt_splitmix64(&s) % 300
+		                : ts[pi];
 		random_payload(e, &s);
 		e->seq = 12345; /* ignored: the writer assigns it */
-		CHECK(mt_writer_append(w, e) == 0);
+		REQUIRE(mt_writer_append(w, e) == 0);
 		e->seq = i;
 	}
 	all->n = N_EVENTS;
-	CHECK(mt_writer_events_appended(w) == N_EVENTS);
-	CHECK(mt_writer_events_written(w) < N_EVENTS);
-	CHECK(mt_writer_flush(w) == 0);
-	CHECK(mt_writer_events_written(w) == N_EVENTS);
+	REQUIRE(mt_writer_events_appended(w) == N_EVENTS);
+	REQUIRE(mt_writer_events_written(w) < N_EVENTS);
+	REQUIRE(mt_writer_flush(w) == 0);
+	REQUIRE(mt_writer_events_written(w) == N_EVENTS);
 
 	struct mt_series_point series[3] = { { 10, 100, 200 },
 		                             { 20, 150, 200 },
@@ -147,12 +155,12 @@ static void write_trace(const char *path, struct expected *all, uint32_t *procs,
 		                        .series = series,
 		                        .series_len = 3 };
 	int64_t id1, id2;
-	CHECK(mt_writer_save_replay(w, &rec, &id1) == 0);
+	REQUIRE(mt_writer_save_replay(w, &rec, &id1) == 0);
 	rec.policy = "caching";
 	rec.series_len = 0;
 	rec.series = NULL;
-	CHECK(mt_writer_save_replay(w, &rec, &id2) == 0);
-	CHECK(id2 > id1);
+	REQUIRE(mt_writer_save_replay(w, &rec, &id2) == 0);
+	REQUIRE(id2 > id1);
 	mt_writer_free(w);
 	qsort(all->e, all->n, sizeof(*all->e), order_cmp);
 }
@@ -182,8 +190,8 @@ static void check_stats(struct mt_reader *r, const struct expected *all, uint32_
 static void sql(const char *path, const char *statement)
 {
 	sqlite3 *db;
-	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, statement, NULL, NULL, NULL) == SQLITE_OK);
+	REQUIRE(sqlite3_open(path, &db) == SQLITE_OK);
+	REQUIRE(sqlite3_exec(db, statement, NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 }
 
@@ -193,9 +201,9 @@ static void chunk_rows(const char *path, char *out, size_t len, int64_t *first_i
 {
 	sqlite3 *db;
 	sqlite3_stmt *st;
-	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_prepare_v2(db, "SELECT id, count FROM chunks ORDER BY id", -1, &st, NULL) ==
-	      SQLITE_OK);
+	REQUIRE(sqlite3_open(path, &db) == SQLITE_OK);
+	REQUIRE(sqlite3_prepare_v2(db, "SELECT id, count FROM chunks ORDER BY id", -1, &st, NULL) ==
+	        SQLITE_OK);
 	out[0] = '\0';
 	*first_id = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -215,7 +223,7 @@ static void append_samples(struct mt_writer *w, uint64_t from, uint64_t to)
 			.kind = MT_EVENT_SAMPLE, .ts = i, .process = 1, .device = 1
 		};
 		ev.sample.used_bytes = i;
-		CHECK(mt_writer_append(w, &ev) == 0);
+		REQUIRE(mt_writer_append(w, &ev) == 0);
 	}
 }
 
@@ -226,10 +234,11 @@ static uint64_t read_samples(const char *path)
 	struct mt_iter *it;
 	struct mt_event ev;
 	uint64_t n = 0;
-	CHECK(mt_reader_open(r, path) == 0);
-	CHECK(mt_reader_iter(r, NULL, &it) == 0);
+	REQUIRE(mt_reader_open(r, path) == 0);
+	REQUIRE(mt_reader_iter(r, NULL, &it) == 0);
 	while (mt_iter_next(it, &ev) == 1) {
-		CHECK(ev.sample.used_bytes == n);
+		CHECKF(ev.sample.used_bytes == n, "sample %" PRIu64 " reads %" PRIu64, n,
+		       ev.sample.used_bytes);
 		n++;
 	}
 	mt_iter_free(it);
@@ -243,81 +252,81 @@ static uint64_t read_samples(const char *path)
  * A flush that finds a quarter of the chunk size (10) closes the chunk, so
  * the events after it open a new row; an append that reaches the chunk size
  * closes that one. */
-static void open_chunk_grows(const char *path)
+static void test_open_chunk_grows(void)
 {
 	char rows[64];
 	int64_t id, id_before;
-	remove_trace(path);
+	remove_trace(trace);
 	struct mt_writer *w = mt_writer_new();
-	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	REQUIRE(mt_writer_open(w, trace, MT_WRITER_CREATE) == 0);
 	mt_writer_set_chunk_events(w, 40);
 	append_samples(w, 0, 4);
 	CHECK(mt_writer_flush(w) == 0);
-	chunk_rows(path, rows, sizeof(rows), &id_before);
-	CHECK(strcmp(rows, "4") == 0 && read_samples(path) == 4);
+	chunk_rows(trace, rows, sizeof(rows), &id_before);
+	CHECK(strcmp(rows, "4") == 0 && read_samples(trace) == 4);
 	append_samples(w, 4, 8);
 	CHECK(mt_writer_flush(w) == 0);
-	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "8") == 0 && id == id_before && read_samples(path) == 8);
+	chunk_rows(trace, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "8") == 0 && id == id_before && read_samples(trace) == 8);
 	CHECK(mt_writer_flush(w) == 0); /* nothing new: no change */
-	chunk_rows(path, rows, sizeof(rows), &id);
+	chunk_rows(trace, rows, sizeof(rows), &id);
 	CHECK(strcmp(rows, "8") == 0);
 	append_samples(w, 8, 9);
-	sql(path, "CREATE TRIGGER refuse BEFORE UPDATE ON chunks BEGIN"
-	          " SELECT RAISE(ABORT, 'disk full'); END");
+	sql(trace, "CREATE TRIGGER refuse BEFORE UPDATE ON chunks BEGIN"
+	           " SELECT RAISE(ABORT, 'disk full'); END");
 	CHECK(mt_writer_flush(w) < 0);
-	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "8") == 0 && read_samples(path) == 8);
+	chunk_rows(trace, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "8") == 0 && read_samples(trace) == 8);
 	CHECK(mt_writer_events_written(w) == 8);
-	sql(path, "DROP TRIGGER refuse");
+	sql(trace, "DROP TRIGGER refuse");
 	append_samples(w, 9, 12);
 	CHECK(mt_writer_flush(w) == 0);
-	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "12") == 0 && id == id_before && read_samples(path) == 12);
+	chunk_rows(trace, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "12") == 0 && id == id_before && read_samples(trace) == 12);
 	append_samples(w, 12, 15);
 	CHECK(mt_writer_flush(w) == 0); /* the closed chunk stays; a new row */
-	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "12,3") == 0 && read_samples(path) == 15);
+	chunk_rows(trace, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "12,3") == 0 && read_samples(trace) == 15);
 	append_samples(w, 15, 60);
-	chunk_rows(path, rows, sizeof(rows), &id); /* 40 since the close: full */
+	chunk_rows(trace, rows, sizeof(rows), &id); /* 40 since the close: full */
 	CHECK(strcmp(rows, "12,40") == 0);
 	CHECK(mt_writer_flush(w) == 0);
-	chunk_rows(path, rows, sizeof(rows), &id);
-	CHECK(strcmp(rows, "12,40,8") == 0 && read_samples(path) == 60);
+	chunk_rows(trace, rows, sizeof(rows), &id);
+	CHECK(strcmp(rows, "12,40,8") == 0 && read_samples(trace) == 60);
 	CHECK(mt_writer_events_written(w) == 60);
 	mt_writer_free(w);
-	remove_trace(path);
+	remove_trace(trace);
 }
 
 /* A flush that fails (a trigger refuses new chunks, as a full disk would)
  * keeps the events; the next flush writes them. */
-static void failed_flush(const char *path)
+static void test_failed_flush(void)
 {
-	remove_trace(path);
+	remove_trace(trace);
 	struct mt_writer *w = mt_writer_new();
-	CHECK(mt_writer_open(w, path, MT_WRITER_CREATE) == 0);
+	REQUIRE(mt_writer_open(w, trace, MT_WRITER_CREATE) == 0);
 	for (uint64_t i = 0; i < 10; i++) {
 		struct mt_event ev = {
 			.kind = MT_EVENT_SAMPLE, .ts = i, .process = 1, .device = 1
 		};
 		ev.sample.used_bytes = i;
-		CHECK(mt_writer_append(w, &ev) == 0);
+		REQUIRE(mt_writer_append(w, &ev) == 0);
 	}
-	sql(path, "CREATE TRIGGER refuse BEFORE INSERT ON chunks BEGIN"
-	          " SELECT RAISE(ABORT, 'disk full'); END");
+	sql(trace, "CREATE TRIGGER refuse BEFORE INSERT ON chunks BEGIN"
+	           " SELECT RAISE(ABORT, 'disk full'); END");
 	CHECK(mt_writer_flush(w) < 0);
 	CHECK(strstr(mt_writer_message(w), "disk full") != NULL);
 	CHECK(mt_writer_events_written(w) == 0 && mt_writer_events_appended(w) == 10);
-	sql(path, "DROP TRIGGER refuse");
+	sql(trace, "DROP TRIGGER refuse");
 	CHECK(mt_writer_flush(w) == 0);
 	CHECK(mt_writer_events_written(w) == 10);
 	CHECK(strcmp(mt_writer_message(w), "") == 0);
 	mt_writer_free(w);
 
 	struct mt_reader *r = mt_reader_new();
-	CHECK(mt_reader_open(r, path) == 0);
+	REQUIRE(mt_reader_open(r, trace) == 0);
 	struct mt_iter *it;
-	CHECK(mt_reader_iter(r, NULL, &it) == 0);
+	REQUIRE(mt_reader_iter(r, NULL, &it) == 0);
 	struct mt_event ev;
 	uint64_t n = 0;
 	while (mt_iter_next(it, &ev) == 1) {
@@ -327,96 +336,112 @@ static void failed_flush(const char *path)
 	CHECK(n == 10);
 	mt_iter_free(it);
 	mt_reader_free(r);
-	remove_trace(path);
+	remove_trace(trace);
 }
 
-int main(void)
+static void test_tables(void)
 {
-	char path[256];
-	temp_trace(path, sizeof(path), "trace");
-	remove_trace(path);
-	struct expected all;
-	uint32_t procs[2], devs[2];
-	write_trace(path, &all, procs, devs);
+	CHECK(strcmp(mt_reader_message(reader), "") == 0);
+	CHECK(strcmp(mt_reader_meta(reader, "format_version"), "1") == 0);
+	CHECK(strcmp(mt_reader_meta(reader, "capture"), "requests") == 0);
+	CHECK(strcmp(mt_reader_meta(reader, "command_line"), "python train.py") == 0);
+	CHECK(mt_reader_meta(reader, "nonexistent") == NULL);
+	REQUIRE(mt_reader_process_count(reader) == 2);
+	CHECK(mt_reader_process(reader, 0)->id == proc_ids[0] &&
+	      mt_reader_process(reader, 1)->pid == 101);
+	CHECK(mt_reader_process(reader, 1)->parent == proc_ids[0]);
+	CHECK(strcmp(mt_reader_process(reader, 0)->hostname, "node1") == 0);
+	CHECK(strcmp(mt_reader_process(reader, 1)->hostname, "") == 0);
+	CHECK(mt_reader_process(reader, 2) == NULL);
+	REQUIRE(mt_reader_device_count(reader) == 2);
+	CHECK(strcmp(mt_reader_device_by_id(reader, dev_ids[1])->uuid, "GPU-bbbb") == 0);
+	CHECK(mt_reader_device_by_id(reader, dev_ids[0])->total_bytes == 80ull << 30);
+	CHECK(mt_reader_device_by_id(reader, 999) == NULL);
+	CHECK(strcmp(mt_reader_string(reader, 0), "") == 0);
+	CHECK(strcmp(mt_reader_string(reader, 1), "sgemm_kernel") == 0);
+	CHECK(strcmp(mt_reader_string(reader, 2), "forward") == 0);
+	CHECK(mt_reader_string(reader, 100000) == NULL);
+}
 
-	struct mt_reader *r = mt_reader_new();
-	CHECK(r);
-	int rc = mt_reader_open(r, path);
-	if (rc < 0)
-		fprintf(stderr, "%s\n", mt_reader_message(r));
-	CHECK(rc == 0);
-	CHECK(strcmp(mt_reader_message(r), "") == 0);
-	CHECK(strcmp(mt_reader_meta(r, "format_version"), "1") == 0);
-	CHECK(strcmp(mt_reader_meta(r, "capture"), "requests") == 0);
-	CHECK(strcmp(mt_reader_meta(r, "command_line"), "python train.py") == 0);
-	CHECK(mt_reader_meta(r, "nonexistent") == NULL);
-	CHECK(mt_reader_process_count(r) == 2);
-	CHECK(mt_reader_process(r, 0)->id == procs[0] && mt_reader_process(r, 1)->pid == 101);
-	CHECK(mt_reader_process(r, 1)->parent == procs[0]);
-	CHECK(strcmp(mt_reader_process(r, 0)->hostname, "node1") == 0);
-	CHECK(strcmp(mt_reader_process(r, 1)->hostname, "") == 0);
-	CHECK(mt_reader_process(r, 2) == NULL);
-	CHECK(mt_reader_device_count(r) == 2);
-	CHECK(strcmp(mt_reader_device_by_id(r, devs[1])->uuid, "GPU-bbbb") == 0);
-	CHECK(mt_reader_device_by_id(r, devs[0])->total_bytes == 80ull << 30);
-	CHECK(mt_reader_device_by_id(r, 999) == NULL);
-	CHECK(strcmp(mt_reader_string(r, 0), "") == 0);
-	CHECK(strcmp(mt_reader_string(r, 1), "sgemm_kernel") == 0);
-	CHECK(strcmp(mt_reader_string(r, 2), "forward") == 0);
-	CHECK(mt_reader_string(r, 100000) == NULL);
-
+static void test_queries(void)
+{
 	struct mt_query q = { 0 };
-	check_query(r, &all, &q);
+	check_query(reader, &written, &q);
 	uint64_t s = 99;
 	for (int i = 0; i < 40; i++) {
 		q = (struct mt_query){ 0 };
 		if (i % 2)
-			q.kinds = (uint32_t)rnd(&s) & 0x3fe;
+			q.kinds = (uint32_t)mt_splitmix64(&s) & 0x3fe;
 		if (i % 3 == 0)
-			q.device = devs[rnd(&s) % 2];
+			q.device = dev_ids[mt_splitmix64(&s) % 2];
 		if (i % 5 == 0)
-			q.process = procs[rnd(&s) % 2];
+			q.process = proc_ids[mt_splitmix64(&s) % 2];
 		if (i % 4 != 3) {
-			uint64_t span = all.e[all.n - 1].ts;
-			q.from = rnd(&s) % span;
-			q.to = i % 4 == 2 ? 0 : q.from + rnd(&s) % (span / 4) + 1;
+			uint64_t span = written.e[written.n - 1].ts;
+			q.from = mt_splitmix64(&s) % span;
+			q.to = i % 4 == 2 ? 0 : q.from + mt_splitmix64(&s) % (span / 4) + 1;
 		}
-		check_query(r, &all, &q);
+		check_query(reader, &written, &q);
 	}
 	/* An empty window and one past the end. */
 	q = (struct mt_query){ .from = 5000, .to = 5000 };
-	check_query(r, &all, &q);
+	check_query(reader, &written, &q);
 	q = (struct mt_query){ .from = UINT64_MAX - 1 };
-	check_query(r, &all, &q);
+	check_query(reader, &written, &q);
+}
 
-	check_stats(r, &all, 0);
-	check_stats(r, &all, devs[1]);
+static void test_stats(void)
+{
+	check_stats(reader, &written, 0);
+	check_stats(reader, &written, dev_ids[1]);
+}
 
+static void test_replays(void)
+{
 	const struct mt_replay_record *rep;
 	size_t nrep;
-	CHECK(mt_reader_replays(r, &rep, &nrep) == 0);
-	CHECK(nrep == 2);
+	REQUIRE(mt_reader_replays(reader, &rep, &nrep) == 0);
+	REQUIRE(nrep == 2);
 	CHECK(strcmp(rep[0].policy, "bestfit") == 0 && strcmp(rep[1].policy, "caching") == 0);
 	CHECK(rep[0].series_len == 3 && rep[1].series_len == 0);
 	CHECK(rep[0].series[1].allocated == 150 && rep[0].series[2].reserved == UINT64_MAX - 1);
-	CHECK(rep[0].device == devs[0] && rep[0].created_ns == 99);
+	CHECK(rep[0].device == dev_ids[0] && rep[0].created_ns == 99);
 	CHECK(strcmp(rep[0].result_json, "{\"a\":1}") == 0 && strcmp(rep[0].backend, "sim") == 0);
+}
 
-	mt_reader_free(r);
-	free(all.e);
-
-	/* A second writer appends to the existing trace. */
+/* A second writer appends to the existing trace and sees its strings. */
+static void test_second_writer(void)
+{
 	struct mt_writer *w = mt_writer_new();
-	CHECK(mt_writer_open(w, path, 0) == 0);
+	REQUIRE(mt_writer_open(w, trace, 0) == 0);
 	uint32_t id;
 	CHECK(mt_writer_intern(w, "forward", &id) == 0 && id == 2);
 	mt_writer_free(w);
 	mt_writer_free(NULL);
 	mt_reader_free(NULL);
 	mt_iter_free(NULL);
-	remove_trace(path);
-	failed_flush(path);
-	open_chunk_grows(path);
-	printf("trace: ok\n");
-	return 0;
+}
+
+int main(void)
+{
+	temp_trace(trace, sizeof(trace), "trace");
+	remove_trace(trace);
+	write_trace(trace, &written, proc_ids, dev_ids);
+	reader = mt_reader_new();
+	REQUIRE(reader);
+	int rc = mt_reader_open(reader, trace);
+	CHECKF(rc == 0, "%s", mt_reader_message(reader));
+	REQUIRE(rc == 0);
+
+	TEST(test_tables);
+	TEST(test_queries);
+	TEST(test_stats);
+	TEST(test_replays);
+	mt_reader_free(reader);
+	free(written.e);
+	TEST(test_second_writer);
+	TEST(test_failed_flush);
+	TEST(test_open_chunk_grows);
+	remove_trace(trace);
+	return check_done();
 }

@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		count = data[1] | (uint64_t)data[2] << 8;
 		blob = wrapped = wrap_raw(kind, count, data + 3, size - 3, &len);
-	} else if (mt_chunk_blob_info(blob, len, &blob_kind, &count, &raw_len) < 0 ||
+	} else if (fmt_chunk_blob_info(blob, len, &blob_kind, &count, &raw_len) < 0 ||
 	           count > MT_CHUNK_MAX_EVENTS) {
 		count = 0;
 	}

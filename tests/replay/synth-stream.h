@@ -10,15 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "memtrace-format.h"
 
 static inline uint64_t synth_rand(uint64_t *state)
 {
-	/* splitmix64 */
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return mt_splitmix64(state);
 }
 
 /* n_allocs allocations with at most ~live_target live at once; *out holds

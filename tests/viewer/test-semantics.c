@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tap.h"
 #include "viewer-private.h"
 #include "viewer-test.h"
 
@@ -39,7 +40,7 @@ static void band_areas(void)
 	int x, y, k;
 
 	CHECK(vt_write_trace(trace, VT_BANDS) == 0);
-	CHECK(vt_render(trace, png, MT_VIEW_TIMELINE, NULL, -1, 1200, 900) == 0);
+	CHECK(vt_render(trace, png, "timeline", NULL, -1, 1200, 900) == 0);
 	img = cairo_image_surface_create_from_png(png);
 	CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
 	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
@@ -59,10 +60,8 @@ static void band_areas(void)
 	for (k = 0; k < 4; k++) {
 		double got = sum ? count[k] / sum : 0, want = bs[k] / bsum;
 
-		if (fabs(got - want) > 0.05 * want)
-			fprintf(stderr, "band %d: %.4f of the band area, byte-seconds say %.4f\n",
-			        k, got, want);
-		CHECK(fabs(got - want) <= 0.05 * want);
+		CHECKF(fabs(got - want) <= 0.05 * want,
+		       "band %d: %.4f of the band area, byte-seconds say %.4f", k, got, want);
 	}
 }
 
@@ -138,7 +137,7 @@ static void segment_map(void)
 	int n = 0;
 
 	CHECK(vt_write_trace(trace, VT_FULL) == 0);
-	CHECK(vt_render(trace, png, MT_VIEW_SEGMENTS, "native", 3.5, 1200, 700) == 0);
+	CHECK(vt_render(trace, png, "segments", "native", 3.5, 1200, 700) == 0);
 	img = cairo_image_surface_create_from_png(png);
 	CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
 	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
@@ -147,8 +146,8 @@ static void segment_map(void)
 	CHECK(n == 2);
 	if (n != 2)
 		return;
-	fprintf(stderr, "recorded: %d rows, free %.4f; native: %d rows, free %.4f\n", p[0].rows,
-	        p[0].free_fraction, p[1].rows, p[1].free_fraction);
+	printf("# recorded: %d rows, free %.4f; native: %d rows, free %.4f\n", p[0].rows,
+	       p[0].free_fraction, p[1].rows, p[1].free_fraction);
 	CHECK(p[0].rows == 3);
 	CHECK(fabs(p[0].free_fraction - 46.0 / 116.0) < 0.02);
 	CHECK(p[1].rows == 6);
@@ -217,11 +216,11 @@ static void columns(void)
 
 int main(void)
 {
-	columns();
-	band_areas();
-	segment_map();
-	specs();
-	ticks();
+	TEST(columns);
+	TEST(band_areas);
+	TEST(segment_map);
+	TEST(specs);
+	TEST(ticks);
 	vt_cleanup();
-	return vt_failures ? 1 : 0;
+	return check_done();
 }

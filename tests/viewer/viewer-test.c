@@ -27,8 +27,6 @@
 #include "memtrace-format.h"
 #include "viewer-test.h"
 
-int vt_failures;
-
 struct ev {
 	double ms;
 	int alloc; /* 1 alloc, 0 free */
@@ -263,7 +261,7 @@ void vt_cleanup(void)
 		fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
-int vt_render(const char *trace, const char *out, enum mt_view view, const char *policies,
+int vt_render(const char *trace, const char *out, const char *view, const char *policies,
               double at_ms, unsigned width, unsigned height)
 {
 	struct mt_render_options o = { .view = view,

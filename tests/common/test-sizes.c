@@ -1,5 +1,5 @@
 /* test-sizes.c — unit test of mt_size_parse, mt_size_format and
- * mt_duration_format against hand-computed values (TAP output). */
+ * mt_duration_format against hand-computed values. */
 #include "config.h"
 
 #include <errno.h>
@@ -7,19 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "memtrace-format.h"
-
-static int failures;
-static int count;
-
-static void ok(int cond, const char *what, const char *detail)
-{
-	count++;
-	printf("%s %d - %s%s%s\n", cond ? "ok" : "not ok", count, what, detail ? ": " : "",
-	       detail ? detail : "");
-	if (!cond)
-		failures++;
-}
+#include "memtrace-common.h"
+#include "tap.h"
 
 struct parse_case {
 	const char *text;
@@ -103,16 +92,16 @@ static void test_parse(void)
 		int rc = mt_size_parse(accepted[i].text, &v);
 		snprintf(detail, sizeof(detail), "'%s' -> rc %d, %" PRIu64 " (want %" PRIu64 ")",
 		         accepted[i].text, rc, v, accepted[i].bytes);
-		ok(rc == 0 && v == accepted[i].bytes, "parse", detail);
+		CHECKF(rc == 0 && v == accepted[i].bytes, "parse: %s", detail);
 	}
 	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		uint64_t v = 12345;
 		int rc = mt_size_parse(refused[i], &v);
 		snprintf(detail, sizeof(detail), "'%s' refused -> rc %d, value %" PRIu64,
 		         refused[i], rc, v);
-		ok(rc == -EINVAL && v == 12345, "refuse", detail);
+		CHECKF(rc == -EINVAL && v == 12345, "refuse: %s", detail);
 	}
-	ok(mt_size_parse(NULL, &(uint64_t){ 0 }) == -EINVAL, "refuse NULL", NULL);
+	CHECK(mt_size_parse(NULL, &(uint64_t){ 0 }) == -EINVAL);
 }
 
 struct format_case {
@@ -163,21 +152,21 @@ static void test_format(void)
 		char *s = mt_size_format(sizes[i].value, buf, sizeof(buf));
 		snprintf(detail, sizeof(detail), "%" PRIu64 " -> '%s' (want '%s')", sizes[i].value,
 		         s, sizes[i].text);
-		ok(s == buf && !strcmp(buf, sizes[i].text), "size format", detail);
+		CHECKF(s == buf && !strcmp(buf, sizes[i].text), "size format: %s", detail);
 	}
 	for (i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
 		char *s = mt_duration_format(durations[i].value, buf, sizeof(buf));
 		snprintf(detail, sizeof(detail), "%" PRIu64 " -> '%s' (want '%s')",
 		         durations[i].value, s, durations[i].text);
-		ok(s == buf && !strcmp(buf, durations[i].text), "duration format", detail);
+		CHECKF(s == buf && !strcmp(buf, durations[i].text), "duration format: %s", detail);
 	}
 	/* buflen 16 is enough for the longest size */
 	mt_size_format(UINT64_MAX - 1, buf, 16);
-	ok(strlen(buf) < 16 && !strcmp(buf, "16.0 EiB"), "size fits 16 bytes", buf);
+	CHECKF(strlen(buf) < 16 && !strcmp(buf, "16.0 EiB"), "size fits 16 bytes: %s", buf);
 	/* a short buffer is truncated, still terminated */
 	memset(buf, 'x', sizeof(buf));
 	mt_size_format(1536, buf, 4);
-	ok(!strcmp(buf, "1.5"), "short buffer truncates", buf);
+	CHECKF(!strcmp(buf, "1.5"), "short buffer truncates: %s", buf);
 }
 
 static void test_round_trip(void)
@@ -194,15 +183,15 @@ static void test_round_trip(void)
 		        back > values[i] ? (double)(back - values[i]) : (double)(values[i] - back);
 		snprintf(detail, sizeof(detail), "%" PRIu64 " -> '%s' -> %" PRIu64, values[i], buf,
 		         back);
-		ok(rc == 0 && err <= 0.005 * (double)values[i], "format then parse", detail);
+		CHECKF(rc == 0 && err <= 0.005 * (double)values[i], "format then parse: %s",
+		       detail);
 	}
 }
 
 int main(void)
 {
-	test_parse();
-	test_format();
-	test_round_trip();
-	printf("1..%d\n", count);
-	return failures ? 1 : 0;
+	TEST(test_parse);
+	TEST(test_format);
+	TEST(test_round_trip);
+	return check_done();
 }

@@ -1,4 +1,4 @@
-/* view-compare.c — two runs of a program, one timeline above the other,
+/* compare-runs.c — two runs of a program, one timeline above the other,
  * aligned by phase (render --compare B.db): the x axis is run A's time; run
  * B's time is stretched piece by piece so that each of its phase instances
  * (the NVTX ranges the timeline's phase strip shows, matched by name and
@@ -393,7 +393,7 @@ static int draw(struct compare *cm, const struct mt_render_options *o)
 	return 0;
 }
 
-int vw_view_compare(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+int vw_compare_runs(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                     char *err, size_t errlen)
 {
 	struct compare cm;

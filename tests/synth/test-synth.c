@@ -1,6 +1,6 @@
 /* test-synth.c — unit test of mt_synth_write: writes each pattern through
  * the writer and checks, through the reader, the structure the patterns
- * promise (TAP output):
+ * promise:
  *  - the number of alloc/free events is within 1% of what was asked;
  *  - no two live requests overlap in address (a caching allocator's
  *    placement), nothing is freed that was not allocated;
@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,22 +21,8 @@
 #include <unistd.h>
 
 #include "memtrace-format.h"
-
-static int failures, count;
-
-static void ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", ++count);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond)
-		failures++;
-}
+#include "memtrace-synth.h"
+#include "tap.h"
 
 /* Live address ranges [start, end), kept sorted by start. */
 struct ranges {
@@ -70,8 +55,7 @@ static bool ranges_insert(struct ranges *rs, uint64_t start, uint64_t end)
 	if (rs->n == rs->cap) {
 		rs->cap = rs->cap ? rs->cap * 2 : 256;
 		rs->r = realloc(rs->r, rs->cap * sizeof(*rs->r));
-		if (!rs->r)
-			abort();
+		REQUIRE(rs->r);
 	}
 	memmove(&rs->r[i + 1], &rs->r[i], (rs->n - i) * sizeof(*rs->r));
 	rs->r[i][0] = start;
@@ -166,7 +150,7 @@ static void check_events(struct mt_reader *r, bool train, struct walk *wk)
 		}
 		}
 	}
-	ok(rc == 0, "ordered walk ends cleanly (%d: %s)", rc, mt_reader_message(r));
+	CHECKF(rc == 0, "ordered walk ends cleanly (%d: %s)", rc, mt_reader_message(r));
 	mt_iter_free(it);
 	wk->never_freed = live.n;
 	free(live.r);
@@ -187,8 +171,7 @@ static void check_pattern(unsigned pattern, uint64_t events, uint64_t seed)
 	uint64_t n;
 	int fd = mkstemp(path), rc;
 
-	if (fd < 0 || !w || !r)
-		abort();
+	REQUIRE(fd >= 0 && w && r);
 	close(fd);
 	unlink(path);
 	rc = mt_writer_open(w, path, MT_WRITER_CREATE);
@@ -196,46 +179,47 @@ static void check_pattern(unsigned pattern, uint64_t events, uint64_t seed)
 		rc = mt_synth_write(w, pattern, events, seed);
 	if (!rc)
 		rc = mt_writer_flush(w);
-	ok(rc == 0, "%s seed %" PRIu64 ": written (%s)", p, seed, mt_writer_message(w));
+	CHECKF(rc == 0, "%s seed %" PRIu64 ": written (%s)", p, seed, mt_writer_message(w));
 	mt_writer_free(w);
 	rc = mt_reader_open(r, path);
 	if (!rc)
 		rc = mt_reader_kind_stats(r, &q, stats);
-	ok(rc == 0, "%s: read back (%s)", p, mt_reader_message(r));
+	CHECKF(rc == 0, "%s: read back (%s)", p, mt_reader_message(r));
 	if (rc)
 		goto out;
 	n = stats[MT_EVENT_ALLOC].events + stats[MT_EVENT_FREE].events;
-	ok(n * 100 >= events * 99 && n * 100 <= events * 101,
-	   "%s: %" PRIu64 " alloc/free events for %" PRIu64 " asked", p, n, events);
-	ok(!strcmp(mt_reader_meta(r, "capture") ? mt_reader_meta(r, "capture") : "", "synth"),
-	   "%s: capture is synth", p);
-	ok(mt_reader_device_count(r) == 1 && mt_reader_process_count(r) == 1 &&
-	           mt_reader_device(r, 0)->total_bytes == 80ull << 30,
-	   "%s: one process, one 80 GiB device", p);
+	CHECKF(n * 100 >= events * 99 && n * 100 <= events * 101,
+	       "%s: %" PRIu64 " alloc/free events for %" PRIu64 " asked", p, n, events);
+	CHECKF(!strcmp(mt_reader_meta(r, "capture") ? mt_reader_meta(r, "capture") : "", "synth"),
+	       "%s: capture is synth", p);
+	CHECKF(mt_reader_device_count(r) == 1 && mt_reader_process_count(r) == 1 &&
+	               mt_reader_device(r, 0)->total_bytes == 80ull << 30,
+	       "%s: one process, one 80 GiB device", p);
 
 	check_events(r, train, &wk);
-	ok(wk.overlaps == 0, "%s: %" PRIu64 " live requests overlap another", p, wk.overlaps);
-	ok(wk.bad_frees == 0, "%s: %" PRIu64 " frees of nothing live", p, wk.bad_frees);
+	CHECKF(wk.overlaps == 0, "%s: %" PRIu64 " live requests overlap another", p, wk.overlaps);
+	CHECKF(wk.bad_frees == 0, "%s: %" PRIu64 " frees of nothing live", p, wk.bad_frees);
 	if (train) {
-		ok(wk.outside_segments == 0, "train: %" PRIu64 " requests outside every segment",
-		   wk.outside_segments);
-		ok(wk.segment_bytes > 0 && wk.sample_below == 0,
-		   "train: %" PRIu64 " samples below the reserved segments", wk.sample_below);
-		ok(wk.never_freed % 3 == 0 && wk.never_freed / 3 > 3 &&
-		           (wk.never_freed / 3 - 3) % 12 == 0,
-		   "train: %" PRIu64 " never-freed requests = weights and Adam states",
-		   wk.never_freed);
-		ok(wk.steps > 0 && wk.bad_steps == 0,
-		   "train: %" PRIu64 " steps, %" PRIu64 " out of forward/backward/optimizer order",
-		   wk.steps, wk.bad_steps);
-		ok(stats[MT_EVENT_KERNEL].events > 0 && wk.kernel_overlaps == 0,
-		   "train: %" PRIu64 " kernels, %" PRIu64 " overlapping",
-		   stats[MT_EVENT_KERNEL].events, wk.kernel_overlaps);
+		CHECKF(wk.outside_segments == 0,
+		       "train: %" PRIu64 " requests outside every segment", wk.outside_segments);
+		CHECKF(wk.segment_bytes > 0 && wk.sample_below == 0,
+		       "train: %" PRIu64 " samples below the reserved segments", wk.sample_below);
+		CHECKF(wk.never_freed % 3 == 0 && wk.never_freed / 3 > 3 &&
+		               (wk.never_freed / 3 - 3) % 12 == 0,
+		       "train: %" PRIu64 " never-freed requests = weights and Adam states",
+		       wk.never_freed);
+		CHECKF(wk.steps > 0 && wk.bad_steps == 0,
+		       "train: %" PRIu64 " steps, %" PRIu64
+		       " out of forward/backward/optimizer order",
+		       wk.steps, wk.bad_steps);
+		CHECKF(stats[MT_EVENT_KERNEL].events > 0 && wk.kernel_overlaps == 0,
+		       "train: %" PRIu64 " kernels, %" PRIu64 " overlapping",
+		       stats[MT_EVENT_KERNEL].events, wk.kernel_overlaps);
 	} else {
-		ok(wk.never_freed == 0, "%s: %" PRIu64 " requests left live at the end", p,
-		   wk.never_freed);
-		ok(stats[MT_EVENT_KERNEL].events == 0 && stats[MT_EVENT_RANGE].events == 0,
-		   "%s: no kernels or ranges", p);
+		CHECKF(wk.never_freed == 0, "%s: %" PRIu64 " requests left live at the end", p,
+		       wk.never_freed);
+		CHECKF(stats[MT_EVENT_KERNEL].events == 0 && stats[MT_EVENT_RANGE].events == 0,
+		       "%s: no kernels or ranges", p);
 	}
 out:
 	mt_reader_free(r);
@@ -246,13 +230,28 @@ out:
 	unlink(extra);
 }
 
+static void test_train(void)
+{
+	for (uint64_t seed = 1; seed <= 2; seed++)
+		check_pattern(MT_SYNTH_TRAIN, 30000, seed);
+}
+
+static void test_random(void)
+{
+	for (uint64_t seed = 1; seed <= 2; seed++)
+		check_pattern(MT_SYNTH_RANDOM, 20000, seed);
+}
+
+static void test_small(void)
+{
+	for (uint64_t seed = 1; seed <= 2; seed++)
+		check_pattern(MT_SYNTH_SMALL, 20000, seed);
+}
+
 int main(void)
 {
-	for (uint64_t seed = 1; seed <= 2; seed++) {
-		check_pattern(MT_SYNTH_TRAIN, 30000, seed);
-		check_pattern(MT_SYNTH_RANDOM, 20000, seed);
-		check_pattern(MT_SYNTH_SMALL, 20000, seed);
-	}
-	printf("1..%d\n", count);
-	return failures ? 1 : 0;
+	TEST(test_train);
+	TEST(test_random);
+	TEST(test_small);
+	return check_done();
 }

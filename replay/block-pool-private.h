@@ -4,12 +4,18 @@
  *
  * PyTorch has one allocator (DeviceCachingAllocator in
  * c10/cuda/CUDACachingAllocator.cpp) whose `expandable_segments` option
- * swaps how segments are obtained: cudaMalloc'd segments (caching.c) or one
- * growing VMM reservation per (stream, pool) (expandable.c). The block
- * logic — rounding, pools, best fit by (stream, size, address), split and
- * merge, the OOM retry ladder, garbage collection, stats — is the same and
- * lives in caching.c; expandable.c holds what ExpandableSegment and its
- * map/unmap helpers do. This header is the seam between the two.
+ * swaps how segments are obtained: cudaMalloc'd segments or one growing VMM
+ * reservation per (stream, pool). Three files, each using only those above
+ * it:
+ * - torch-blocks.c: the records (blocks, segments), a pool's ordered sets,
+ *   splitting and merging neighbours;
+ * - expandable-segment.c: ExpandableSegment and its map/unmap helpers;
+ * - block-pool.c: the allocator — rounding, pools, best fit by (stream,
+ *   size, address), split and merge, the OOM retry ladder, garbage
+ *   collection, walk and stats — over cudaMalloc'd segments or expandable
+ *   ones.
+ * replay/policies/caching.c and expandable.c are the two policies made of
+ * it; their comments say what is modelled and what is left out.
  */
 #ifndef MEMTRACE_BLOCK_POOL_PRIVATE_H
 #define MEMTRACE_BLOCK_POOL_PRIVATE_H
@@ -92,7 +98,7 @@ struct torch_segment {
 };
 
 struct torch_alloc {
-	const struct mt_policy_ops *ops; /* struct mt_policy */
+	struct mt_policy base; /* its allocated: rounded block sizes handed out */
 	struct mt_backend *b;
 	struct torch_options opt;
 	struct torch_pool large, small;
@@ -100,22 +106,25 @@ struct torch_alloc {
 	struct torch_segment *segs, *segs_tail;
 	uint64_t allowed_max; /* allowed_memory_maximum: the backend's capacity */
 	uint64_t reserved;    /* total_allocated_memory */
-	uint64_t allocated, requested;
+	uint64_t requested;
 	uint64_t nsegments;
 	uint64_t next_seq;
 	uint64_t cache_flushes;
 };
 
-/* Fills o with PyTorch's defaults, then applies params ("key=value,...":
- * max_split_size, max_non_split_rounding_size, roundup_power2_divisions,
- * garbage_collection_threshold, and for expandable large_segment_size,
- * va_size). Returns 0 or -EINVAL with a message naming policy in err. */
-int mt_torch_options_parse(struct torch_options *o, const char *policy, const char *params,
-                           bool expandable, char *err, size_t errlen);
-
-/* Creates the allocator over backend b (ops is the policy table it serves). */
-int mt_torch_alloc_create(struct torch_alloc **out, const struct mt_policy_ops *ops,
-                          struct mt_backend *b, const struct torch_options *opt);
+/* Creates the policy `ops` over backend b: PyTorch's defaults, then params
+ * ("key=value,...": max_split_size, max_non_split_rounding_size,
+ * roundup_power2_divisions, garbage_collection_threshold, and for
+ * expandable large_segment_size, va_size), with expandable segments when
+ * asked. Returns
+ * 0, or a negative errno with a message in err (-ENOTSUP: expandable pages
+ * are not multiples of the backend's granularity). */
+int mt_torch_alloc_create(struct mt_policy **out, const struct mt_policy_ops *ops,
+                          struct mt_backend *b, const char *params, bool expandable, char *err,
+                          size_t errlen);
+/* The `caching` policy (caching.c), which stitch embeds for its small
+ * requests. */
+extern const struct mt_policy_ops mt_policy_caching;
 
 /* The policy operations (struct mt_policy_ops signatures). */
 int mt_torch_alloc_alloc(struct mt_policy *p, uint64_t bytes, uint64_t stream, size_t request_index,
@@ -126,7 +135,28 @@ int mt_torch_alloc_walk(struct mt_policy *p, mt_policy_walk_fn fn, void *data);
 void mt_torch_alloc_stats(struct mt_policy *p, struct mt_policy_stats *stats);
 void mt_torch_alloc_destroy(struct mt_policy *p);
 
-/* ---- block helpers used by both files (caching.c) ---- */
+/* ---- records and ordered sets (torch-blocks.c) ---- */
+
+/* The block of a node of a pool's set (NULL for NULL). */
+static inline struct torch_block *mt_torch_block_of(struct mt_rb_node *n)
+{
+	return n ? mt_rb_entry(n, struct torch_block, node) : NULL;
+}
+
+static inline const struct torch_block *mt_torch_node_block(const struct mt_rb_node *n)
+{
+	return mt_rb_entry(n, const struct torch_block, node);
+}
+
+/* Whether b is a part of its segment (has neighbours). */
+static inline bool mt_torch_is_split(const struct torch_block *b)
+{
+	return b->prev || b->next;
+}
+
+/* Searches pool->blocks by a key block (only its stream, size and address
+ * set): BlockComparatorSize, (stream, size, address). */
+int mt_torch_key_size(const void *key, const struct mt_rb_node *n);
 
 struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size);
@@ -136,7 +166,7 @@ void mt_torch_block_recycle(struct torch_block *b);
 void mt_torch_block_splice(struct torch_block *b, struct torch_block *before,
                            struct torch_block *after);
 /* BlockComparatorAddress: (stream, address), the order of pool->unmapped
- * (see caching.c for what "address" means here). */
+ * (see torch-blocks.c for what "address" means here). */
 int mt_torch_cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b);
 /* insert_into_blocks: into pool->blocks, stamping the gc counter. */
 void mt_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b);
@@ -144,13 +174,15 @@ void mt_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *
 /* try_merge_blocks: merges src into dst when src is free and mapped alike;
  * returns the bytes subsumed (0: no merge). */
 uint64_t mt_torch_try_merge(struct torch_block *dst, struct torch_block *src);
-/* A zeroed segment record with the next creation number (NULL: no memory). */
-struct torch_segment *mt_torch_segment_new(struct torch_alloc *t);
-/* Appends / removes a segment record (and counts it). */
-void mt_torch_segment_link(struct torch_alloc *t, struct torch_segment *s);
+/* A segment record over [addr, addr + bytes) with the next creation number,
+ * holding one block of its whole extent (mapped, in no set), appended to
+ * t's segments and counted. Returns that block, or NULL (no memory). */
+struct torch_block *mt_torch_segment_add(struct torch_alloc *t, struct torch_pool *pool,
+                                         uint64_t stream, uint64_t addr, uint64_t bytes);
+/* Removes a segment record from t's segments (uncounts it). */
 void mt_torch_segment_unlink(struct torch_alloc *t, struct torch_segment *s);
 
-/* ---- expandable segments (expandable.c) ---- */
+/* ---- expandable segments (expandable-segment.c) ---- */
 
 /* try_allocate_expandable_block: finds or creates address space for size
  * bytes on stream in pool, maps the pages it lacks, and returns the free

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "memtrace-format.h"
+#include "memtrace-common.h"
 
 /* 128-bit arithmetic keeps every intermediate product of a 64-bit result
  * exact (gcc and clang on 64-bit targets). */

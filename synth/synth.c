@@ -41,7 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memtrace-format.h"
+#include "memtrace-common.h"
+#include "memtrace-synth.h"
 
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)
@@ -53,61 +54,10 @@
 #define COMPUTE_STREAM 7
 #define COPY_STREAM 13
 
-/* ---- random numbers: xoshiro256** seeded through splitmix64 ---- */
-
-struct rng {
-	uint64_t s[4];
-};
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static void rng_seed(struct rng *r, uint64_t seed)
-{
-	for (int i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(struct rng *r)
-{
-	uint64_t *s = r->s;
-	uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return result;
-}
-
-/* Uniform in [0, n), n > 0. */
-static uint64_t rng_below(struct rng *r, uint64_t n)
-{
-	__extension__ typedef unsigned __int128 u128;
-	return (uint64_t)(((u128)rng_next(r) * n) >> 64);
-}
-
-/* Uniform in [0, 1). */
-static double rng_unit(struct rng *r)
-{
-	return (double)(rng_next(r) >> 11) * 0x1.0p-53;
-}
-
 /* Log-uniform in [lo, hi]. */
-static uint64_t rng_log_uniform(struct rng *r, uint64_t lo, uint64_t hi)
+static uint64_t rng_log_uniform(struct mt_rng *r, uint64_t lo, uint64_t hi)
 {
-	double v = exp(log((double)lo) + rng_unit(r) * (log((double)hi) - log((double)lo)));
+	double v = exp(log((double)lo) + mt_rng_unit(r) * (log((double)hi) - log((double)lo)));
 	return v < (double)lo ? lo : v > (double)hi ? hi : (uint64_t)v;
 }
 
@@ -208,7 +158,7 @@ static void addr_model_fini(struct addr_model *am)
 
 struct synth {
 	struct mt_writer *w;
-	struct rng rng;
+	struct mt_rng rng;
 	uint64_t seed;
 	struct addr_model am;
 	uint32_t process, device;
@@ -245,7 +195,7 @@ static void emit_alloc_event(struct synth *s, unsigned kind, unsigned layer, uin
 {
 	struct mt_event ev = { .kind = (uint8_t)kind };
 
-	s->t += 200 + rng_below(&s->rng, 1000); /* host time of the call */
+	s->t += 200 + mt_rng_below(&s->rng, 1000); /* host time of the call */
 	ev.ts = s->t;
 	ev.alloc.address = addr;
 	ev.alloc.bytes = bytes;
@@ -357,7 +307,7 @@ static void emit_sample(struct synth *s)
 static void add_rows(struct synth *s, const char *command)
 {
 	struct mt_process p = {
-		.pid = 4000 + (int64_t)rng_below(&s->rng, 60000),
+		.pid = 4000 + (int64_t)mt_rng_below(&s->rng, 60000),
 		.start_ns = SYNTH_START_NS,
 		.command_line = command,
 		.hostname = "synth",
@@ -522,8 +472,8 @@ static void launch(struct train *tr, unsigned kernel, double flops, double bytes
 
 	if (s->stop)
 		return;
-	ns = (ns + 3000.0) * (0.97 + 0.06 * rng_unit(&s->rng));
-	ev.ts = s->t + 1000 + rng_below(&s->rng, 3000);
+	ns = (ns + 3000.0) * (0.97 + 0.06 * mt_rng_unit(&s->rng));
+	ev.ts = s->t + 1000 + mt_rng_below(&s->rng, 3000);
 	ev.kernel.end = ev.ts + (uint64_t)ns;
 	ev.kernel.stream = COMPUTE_STREAM;
 	ev.kernel.correlation = ++s->correlation;
@@ -554,15 +504,15 @@ static void temporaries(struct train *tr, struct block tmp[2], uint64_t site)
 {
 	static const uint64_t menu[] = { 512, 4 * KiB, 32 * KiB, 1 * MiB, 4 * MiB, 32 * MiB };
 	struct synth *s = tr->s;
-	struct rng op;
+	struct mt_rng op;
 	unsigned n;
 
-	rng_seed(&op, s->seed ^ (site * 0x9e3779b97f4a7c15ull));
-	n = (unsigned)rng_below(&op, 3);
+	mt_rng_seed(&op, s->seed ^ (site * 0x9e3779b97f4a7c15ull));
+	n = (unsigned)mt_rng_below(&op, 3);
 	tmp[0].addr = tmp[1].addr = 0;
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t bytes = rng_unit(&op) < 0.6
-		                         ? menu[rng_below(&op, sizeof(menu) / sizeof(menu[0]))]
+		uint64_t bytes = mt_rng_unit(&op) < 0.6
+		                         ? menu[mt_rng_below(&op, sizeof(menu) / sizeof(menu[0]))]
 		                         : round_up(rng_log_uniform(&op, 512, 8 * MiB), 512);
 		alloc_block(s, &tmp[i], bytes, COMPUTE_STREAM, true);
 	}
@@ -792,10 +742,10 @@ static void synth_train(struct synth *s)
 	struct train tr = { .s = s };
 	uint32_t range_names[4];
 
-	tr.hidden = hiddens[rng_below(&s->rng, 4)];
-	tr.layers = 6 + rng_below(&s->rng, 19);
-	tr.tokens = tokens[rng_below(&s->rng, 3)];
-	tr.vocab = rng_below(&s->rng, 2) ? 50304 : 32000;
+	tr.hidden = hiddens[mt_rng_below(&s->rng, 4)];
+	tr.layers = 6 + mt_rng_below(&s->rng, 19);
+	tr.tokens = tokens[mt_rng_below(&s->rng, 3)];
+	tr.vocab = mt_rng_below(&s->rng, 2) ? 50304 : 32000;
 	tr.n_weights = tr.layers * W_PER_LAYER + 3;
 	tr.weight_bytes = calloc(tr.n_weights, sizeof(*tr.weight_bytes));
 	tr.weights = calloc(tr.n_weights, sizeof(*tr.weights));
@@ -848,7 +798,7 @@ static struct block *live_push(struct synth *s, struct live_set *ls)
 /* Frees a random member of the set. */
 static void live_free_random(struct synth *s, struct live_set *ls)
 {
-	size_t i = rng_below(&s->rng, ls->n);
+	size_t i = mt_rng_below(&s->rng, ls->n);
 
 	free_block(s, &ls->b[i]);
 	ls->b[i] = ls->b[--ls->n];
@@ -856,7 +806,7 @@ static void live_free_random(struct synth *s, struct live_set *ls)
 
 static uint64_t pick_stream(struct synth *s)
 {
-	return rng_unit(&s->rng) < 0.1 ? COPY_STREAM : COMPUTE_STREAM;
+	return mt_rng_unit(&s->rng) < 0.1 ? COPY_STREAM : COMPUTE_STREAM;
 }
 
 static void allocate_into(struct synth *s, struct live_set *ls, uint64_t bytes)
@@ -877,14 +827,14 @@ static void synth_random(struct synth *s)
 	uint64_t n = 0;
 
 	while (!s->stop && !s->rc) {
-		bool grow =
-		        live.n < target_live ? rng_unit(&s->rng) < 0.55 : rng_unit(&s->rng) < 0.45;
+		bool grow = live.n < target_live ? mt_rng_unit(&s->rng) < 0.55
+		                                 : mt_rng_unit(&s->rng) < 0.45;
 		if (!live.n || grow)
 			allocate_into(s, &live,
 			              round_up(rng_log_uniform(&s->rng, 512, 256 * MiB), 512));
 		else
 			live_free_random(s, &live);
-		s->t += rng_below(&s->rng, 50000);
+		s->t += mt_rng_below(&s->rng, 50000);
 		if (++n % 4096 == 0)
 			emit_sample(s);
 	}
@@ -910,7 +860,7 @@ static void swarm_start(struct synth *s, struct swarm *sw)
 static uint64_t small_size(struct synth *s)
 {
 	uint64_t b = rng_log_uniform(&s->rng, 4, MiB - 1);
-	return rng_below(&s->rng, 2) ? b : round_up(b, 512) - (b > MiB - 512 ? 512 : 0);
+	return mt_rng_below(&s->rng, 2) ? b : round_up(b, 512) - (b > MiB - 512 ? 512 : 0);
 }
 
 static void synth_small(struct synth *s)
@@ -923,8 +873,8 @@ static void synth_small(struct synth *s)
 	for (i = 0; i < 4; i++)
 		swarm_start(s, &swarms[i]);
 	while (!s->stop && !s->rc) {
-		struct swarm *sw = &swarms[rng_below(&s->rng, 4)];
-		if (rng_unit(&s->rng) < 0.01) {
+		struct swarm *sw = &swarms[mt_rng_below(&s->rng, 4)];
+		if (mt_rng_unit(&s->rng) < 0.01) {
 			if (lasting.n < 64)
 				allocate_into(s, &lasting, small_size(s));
 			else
@@ -936,7 +886,7 @@ static void synth_small(struct synth *s)
 			live_free_random(s, &sw->live);
 		else
 			swarm_start(s, sw);
-		s->t += rng_below(&s->rng, 5000);
+		s->t += mt_rng_below(&s->rng, 5000);
 		if (++n % 4096 == 0)
 			emit_sample(s);
 	}
@@ -959,8 +909,8 @@ int mt_synth_write(struct mt_writer *w, unsigned pattern, uint64_t events, uint6
 
 	if (!w || pattern > MT_SYNTH_SMALL)
 		return -EINVAL;
-	rng_seed(&s.rng, seed);
-	s.am.next_va = 0x7f0000000000ull + rng_below(&s.rng, 256) * 64 * GiB;
+	mt_rng_seed(&s.rng, seed);
+	s.am.next_va = 0x7f0000000000ull + mt_rng_below(&s.rng, 256) * 64 * GiB;
 	s.segments = pattern == MT_SYNTH_TRAIN;
 	add_rows(&s, commands[pattern]);
 	if (!s.rc) {
