@@ -43,8 +43,7 @@ MT.Page = class {
     const d = this.data;
     let m = d.meta.peak_bytes;
     const seriesMax = (s) => { for (let k = 0; k < s.length; k++) if (s[k] > m) m = s[k]; };
-    if (d.reserved) seriesMax(d.reserved.v);
-    seriesMax(d.samples.used);
+    if (d.reserved) seriesMax(d.reserved.v); // samples may run far above: clipped
     d.policies.forEach((p) => seriesMax(p.line.v));
     return m > 0 ? m : 1;
   }
