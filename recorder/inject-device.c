@@ -1,7 +1,7 @@
 /* inject-device.c — what the recorder asks the driver and NVML directly:
- * device rows (name, uuid, total memory, driver and CUDA versions), free
- * memory at an allocation failure, stream ids, and the device memory in use
- * (inject-sample.c makes the readings). NVML (libnvidia-ml.so.1) gives what
+ * device rows (name, uuid, PCI bus id, total memory, driver and CUDA
+ * versions), free memory at an allocation failure, stream ids, and the
+ * device memory in use (inject-sample.c makes the readings). NVML (libnvidia-ml.so.1) gives what
  * nvidia-smi shows; without it cuMemGetInfo of the current context stands
  * in. Both libraries are loaded with dlopen: the injection library links
  * neither.
@@ -36,6 +36,7 @@ static struct {
 	CUresult (*device_get_name)(char *, int, CUdevice);
 	CUresult (*device_get_uuid)(CUuuid *, CUdevice);
 	CUresult (*device_total_mem)(size_t *, CUdevice);
+	CUresult (*device_pci_bus_id)(char *, int, CUdevice);
 	CUresult (*driver_get_version)(int *);
 	CUresult (*mem_get_info)(size_t *, size_t *);
 	CUresult (*ctx_get_current)(CUcontext *);
@@ -68,6 +69,8 @@ static void load(void)
 			        (CUresult(*)(CUuuid *, CUdevice))dlsym(cuda, "cuDeviceGetUuid");
 		lib.device_total_mem =
 		        (CUresult(*)(size_t *, CUdevice))dlsym(cuda, "cuDeviceTotalMem_v2");
+		lib.device_pci_bus_id =
+		        (CUresult(*)(char *, int, CUdevice))dlsym(cuda, "cuDeviceGetPCIBusId");
 		lib.driver_get_version = (CUresult(*)(int *))dlsym(cuda, "cuDriverGetVersion");
 		lib.mem_get_info = (CUresult(*)(size_t *, size_t *))dlsym(cuda, "cuMemGetInfo_v2");
 		lib.ctx_get_current = (CUresult(*)(CUcontext *))dlsym(cuda, "cuCtxGetCurrent");
@@ -102,7 +105,7 @@ static void format_uuid(const CUuuid *u, char *buf, size_t len)
 uint32_t rec_device_row_locked(unsigned ordinal)
 {
 	struct mt_device d = { 0 };
-	char name[256] = "", uuid[64] = "", driver[80] = "", cuda_version[32] = "";
+	char name[256] = "", uuid[64] = "", driver[80] = "", cuda_version[32] = "", bus[32] = "";
 	CUdevice dev;
 	CUuuid u;
 	size_t total = 0;
@@ -118,6 +121,8 @@ uint32_t rec_device_row_locked(unsigned ordinal)
 		format_uuid(&u, uuid, sizeof(uuid));
 	if (lib.device_total_mem)
 		lib.device_total_mem(&total, dev);
+	if (lib.device_pci_bus_id && lib.device_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS)
+		bus[0] = 0;
 	if (lib.driver_get_version && lib.driver_get_version(&version) == CUDA_SUCCESS)
 		snprintf(cuda_version, sizeof(cuda_version), "%d.%d", version / 1000,
 		         (version % 1000) / 10);
@@ -133,6 +138,7 @@ uint32_t rec_device_row_locked(unsigned ordinal)
 	d.uuid = uuid;
 	d.driver_version = driver;
 	d.cuda_version = cuda_version;
+	d.pci_bus_id = bus;
 	if (mt_writer_add_device(rec_state.writer, &d, &id) < 0) {
 		rec_warn("cannot write the trace: %s", mt_writer_message(rec_state.writer));
 		return 0;

@@ -65,6 +65,7 @@ static void close_trace(void)
 	}
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	rec_torch_close();
+	rec_capture_update();
 	pthread_mutex_lock(&in->writer_lock);
 	rec_activity_close_ranges_locked();
 	commit_locked();
@@ -106,6 +107,7 @@ static void *flush_thread(void *arg)
 		}
 		if (atomic_load(&flush_request) == 1 || now - last_flush >= FLUSH_NS) {
 			int asked = atomic_load(&flush_request) == 1;
+			rec_capture_update();
 			flush(asked || rec_callbacks_memory_changed());
 			last_flush = now;
 			if (asked)

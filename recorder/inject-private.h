@@ -82,8 +82,12 @@ bool rec_mine(void);
 /* ---- sink (inject-sink.c): the trace, the writer and the queue ---- */
 
 /* Opens the trace named by MEMTRACE_OUTPUT ('%p' becomes the pid), adds this
- * process's row and the run's meta. Returns 0 or -errno (after warning). */
-int rec_sink_open(void);
+ * process's row with its capture label and the run's meta. Returns 0 or
+ * -errno (after warning). */
+int rec_sink_open(const char *capture);
+/* Sets this process's capture label (and meta "capture" when it is a root
+ * process); takes writer_lock. */
+void rec_sink_set_capture(const char *capture);
 /* Appends an event whose device field holds a CUDA ordinal; called with
  * writer_lock held. Maps the ordinal to its device row. */
 void rec_sink_append_locked(struct mt_event *ev);
@@ -91,14 +95,21 @@ void rec_sink_append_locked(struct mt_event *ev);
 void rec_sink_push(const struct mt_event *ev);
 /* Interns a string; writer_lock held. 0 on failure. */
 uint32_t rec_sink_intern_locked(const char *s);
-/* Sets a meta key (writer_lock taken inside). */
-void rec_sink_set_meta(const char *key, const char *value);
 /* Moves the queue into the writer and commits what the writer buffers;
  * writer_lock held. */
 void rec_sink_commit_locked(void);
 /* Adds this process's counts (dropped and untimed records) to the meta,
  * stops recording and closes the writer; writer_lock held. */
 void rec_sink_close_locked(void);
+
+/* ---- capture label (inject-capture.c) ---- */
+
+/* The label this process starts with, into buf; at init, before the trace
+ * is opened (rec_sink_open writes it). */
+void rec_capture_open(char *buf, size_t len);
+/* Decides the label again and writes it when it changed (the flushing
+ * thread, at each flush and at exit); writer_lock not held. */
+void rec_capture_update(void);
 
 /* ---- lifecycle (inject-flush.c): the top, drives every producer ---- */
 

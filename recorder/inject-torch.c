@@ -45,10 +45,9 @@ enum torch_action {
 	TORCH_OOM = 7,
 };
 
-/* Exported to the bridge and to recorder/python/sitecustomize.py. */
+/* Exported to the bridge. */
 void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
                           uint32_t site);
-void memtrace_set_capture(const char *capture);
 
 #define PENDING_SLOTS 65536 /* frees requested and not yet completed */
 #define STREAM_SLOTS 256
@@ -315,12 +314,6 @@ void rec_torch_drain(void)
 	pthread_mutex_lock(&lock);
 	drain_locked();
 	pthread_mutex_unlock(&lock);
-}
-
-/* Called by the Python side to say which capture it set up. */
-__attribute__((visibility("default"))) void memtrace_set_capture(const char *capture)
-{
-	rec_sink_set_meta("capture", capture);
 }
 
 void rec_torch_close(void)

@@ -73,10 +73,6 @@ uint32_t rec_device_stream_id(uint64_t stream)
 	return stream ? (uint32_t)(1000 + stream) : (uint32_t)(2000 + current_device);
 }
 
-void rec_sink_set_meta(const char *key, const char *value)
-{
-}
-
 void rec_sink_push(const struct mt_event *ev)
 {
 	int one = 1;
