@@ -14,7 +14,9 @@
 #include "cli-util.h"
 #include "commands.h"
 #include "memtrace-common.h"
+#include "memtrace-analyze.h"
 #include "memtrace-replay.h"
+#include "replay-fragmentation.h"
 
 #define CMD "replay"
 #define SERIES_POINTS 2000
@@ -31,6 +33,10 @@ struct outcome {
 	char spec[CLI_POLICY_SPEC];
 	struct mt_replay_result res;
 	uint64_t min_capacity; /* 0 = not asked */
+	/* fragmentation (analyze's definition) and reserved bytes at the peak
+	 * of live bytes, when the policy can list its segments */
+	bool frag_known;
+	uint64_t frag_bytes, frag_reserved;
 };
 
 static void usage(FILE *f)
@@ -61,6 +67,10 @@ static void usage(FILE *f)
 	        "calls/iter (driver_calls_per_iteration in --json): driver calls per step of\n"
 	        "a training loop, where steps start with the trace's most frequent outermost\n"
 	        "NVTX range (at least 3); the first step is left out. Shown when known.\n"
+	        "frag (fragmentation in --json): free space inside segments that hold a\n"
+	        "live block, as a share of the bytes reserved, when the policy first holds\n"
+	        "the peak of live bytes (a second, simulated replay up to that moment);\n"
+	        "- when the policy cannot list its segments or ran out of memory before.\n"
 	        "\n"
 	        "policies:\n",
 	        CLI_DEFAULT_TRACE);
@@ -103,7 +113,12 @@ static json_t *result_json(const struct outcome *o)
 	json_object_set_new(j, "peak_allocated_rounded",
 	                    json_integer((json_int_t)r->peak_allocated_rounded));
 	json_object_set_new(j, "peak_reserved", json_integer((json_int_t)r->peak_reserved));
-	json_object_set_new(j, "fragmentation", json_real(r->fragmentation));
+	json_object_set_new(
+	        j, "fragmentation",
+	        o->frag_known ? json_real(mt_fragmentation_share(o->frag_bytes, o->frag_reserved))
+	                      : json_null());
+	json_object_set_new(j, "fragmentation_bytes",
+	                    o->frag_known ? json_integer((json_int_t)o->frag_bytes) : json_null());
 	json_object_set_new(
 	        j, "driver_calls",
 	        json_pack("{s:I,s:I,s:I,s:I}", "alloc", (json_int_t)r->driver.alloc_calls, "free",
@@ -168,6 +183,14 @@ static int run_one(const struct mt_request_stream *s, struct mt_replay_options *
 			rc = mt_replay_find_min_capacity(s, opt, hi, &o->min_capacity, err,
 			                                 sizeof(err));
 	}
+	if (rc == 0) {
+		int frc = cli_replay_fragmentation(s, opt, &o->frag_bytes, &o->frag_reserved, err,
+		                                   sizeof(err));
+
+		o->frag_known = frc == 0;
+		if (frc < 0 && frc != -ENOTSUP && frc != -ENOENT)
+			rc = frc;
+	}
 	cli_progress_done(&prog);
 	if (rc == -EINTR || interrupted)
 		cli_error(CMD, "interrupted: all device memory released");
@@ -209,15 +232,19 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 	       mt_size_format(bound, a, 32), "1.000x");
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_replay_result *r = &o[i].res;
-		char calls[64];
+		char calls[64], frag[16] = "-";
+		if (o[i].frag_known)
+			snprintf(frag, sizeof(frag), "%.1f%%",
+			         100.0 * mt_fragmentation_share(o[i].frag_bytes,
+			                                        o[i].frag_reserved));
 		snprintf(calls, sizeof(calls), "%llu/%llu/%llu",
 		         (unsigned long long)r->driver.alloc_calls,
 		         (unsigned long long)r->driver.free_calls,
 		         (unsigned long long)r->driver.map_calls);
-		printf("%-*s %-7s %12s %7.3fx %6.1f%% %21s %6llu", w, o[i].spec, r->backend,
+		printf("%-*s %-7s %12s %7.3fx %7s %21s %6llu", w, o[i].spec, r->backend,
 		       mt_size_format(r->peak_reserved, a, 32),
-		       bound ? (double)r->peak_reserved / (double)bound : 0.0,
-		       100.0 * r->fragmentation, calls, (unsigned long long)r->oom_count);
+		       bound ? (double)r->peak_reserved / (double)bound : 0.0, frag, calls,
+		       (unsigned long long)r->oom_count);
 		if (iterations)
 			printf(" %10.1f", r->calls_per_iteration);
 		if (find_min)

@@ -94,7 +94,6 @@ struct run {
 	uint32_t *lat;   /* latency samples (ns) when measured */
 	size_t nlat;
 	struct mt_series series;
-	uint64_t peak_live;        /* live bytes actually served (less than the bound after OOMs) */
 	uint64_t *iteration_calls; /* driver calls made before each iteration start */
 	size_t next_iteration;
 	char *err;
@@ -159,8 +158,6 @@ static int apply(struct run *r, size_t i, uint64_t *live)
 		if (rc < 0)
 			return fail(r, rc, i, "allocation failed");
 		*live += rq->bytes;
-		if (*live > r->peak_live)
-			r->peak_live = *live;
 		if (r->p->allocated > r->res->peak_allocated_rounded)
 			r->res->peak_allocated_rounded = r->p->allocated;
 		return 0;
@@ -288,11 +285,6 @@ int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_opti
 		mt_backend_get_stats(r.b, &res->driver);
 	mt_backend_destroy(r.b);
 	res->peak_reserved = res->driver.peak_reserved;
-	/* after OOMs the policy served less than the lower bound: measure
-	 * fragmentation against what it did serve */
-	uint64_t served = res->oom_count ? r.peak_live : res->peak_allocated;
-	res->fragmentation =
-	        res->peak_reserved ? 1.0 - (double)served / (double)res->peak_reserved : 0.0;
 	if (r.lat) {
 		res->latency_p50_ns = mt_quantile(r.lat, r.nlat, 0.50);
 		res->latency_p99_ns = mt_quantile(r.lat, r.nlat, 0.99);

@@ -8,7 +8,7 @@
  * (libcuda loaded with dlopen, so the library runs where no driver exists).
  * A policy's logic is identical under both. The replay driver feeds each
  * device's recorded alloc/free stream, in recorded order, through a policy
- * and measures peak allocated/reserved, fragmentation, driver calls, OOMs
+ * and measures peak allocated/reserved, driver calls, OOMs
  * and (cuda) host latency.
  *
  * Errors are negative errno (-ENOMEM: out of device memory at the capacity,
@@ -247,8 +247,6 @@ struct mt_replay_result {
 	 * `caching`: PyTorch's max_memory_allocated) */
 	uint64_t peak_allocated_rounded;
 	uint64_t peak_reserved;
-	double fragmentation; /* 1 - peak_allocated / peak_reserved (after OOMs: 1 -
-	                         peak of the live bytes served / peak_reserved) */
 	struct mt_backend_stats driver;
 	uint64_t oom_count;
 	struct mt_replay_oom first_oom;
