@@ -339,8 +339,13 @@ enum mt_failure_role {
 
 struct mt_report_failure {
 	enum mt_failure_role role;
-	size_t oom; /* OOM and ATTEMPT: index into mt_report.ooms */
+	size_t oom; /* OOM and ATTEMPT: the OOM's index, in time order */
 };
+
+/* The role of each of d's failures (roles: d->nfails entries) and the
+ * number of OOMs the program saw (README.md's glossary, "OOM"). Returns 0
+ * or -ENOMEM. */
+int mt_failure_roles(const struct mt_analysis *d, struct mt_report_failure *roles, size_t *nooms);
 
 /* A saved replay's verdict on one OOM (README.md, glossary: "held"). */
 struct mt_oom_verdict {

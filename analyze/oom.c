@@ -5,8 +5,8 @@
  * that led to it — since the process's last successful driver allocation
  * and its previous such failure — are its attempts. A failed driver call
  * in a process whose framework recorded its requests, not followed by such
- * a failure, is one the framework recovered from (it freed its cache and
- * retried). In a process without recorded requests every failed driver
+ * a failure but by a successful driver allocation, is one the framework
+ * recovered from (it freed its cache and retried). Any other failed driver
  * call is an OOM the program saw; repeated failures of one size with no
  * success between them are one, retried.
  *
@@ -134,6 +134,17 @@ static bool has_requests(const struct mt_analysis *d, uint32_t p)
 	return false;
 }
 
+/* The time of the next failure of failure i's process, else the end. */
+static uint64_t next_failure(const struct mt_analysis *d, size_t i)
+{
+	size_t j;
+
+	for (j = i + 1; j < d->nfails; j++)
+		if (d->fails[j].process == d->fails[i].process)
+			return d->fails[j].ts;
+	return UINT64_MAX;
+}
+
 #define UNSET ((size_t)-1)
 
 /* seen[i]: for a failure the program saw, i; for an attempt behind an OOM
@@ -159,10 +170,13 @@ static void classify(const struct mt_analysis *d, const struct starts *s, size_t
 			seen[j] = i;
 		}
 	}
-	/* driver failures no framework failure claimed */
+	/* driver failures no framework failure claimed: recovered from when
+	 * the framework's process allocated driver memory after them */
 	for (i = 0; i < d->nfails; i++) {
-		if (f[i].layer == MT_LAYER_REQUEST || seen[i] != UNSET ||
-		    has_requests(d, f[i].process))
+		if (f[i].layer == MT_LAYER_REQUEST || seen[i] != UNSET)
+			continue;
+		if (has_requests(d, f[i].process) &&
+		    success_between(s, f[i].process, f[i].ts, next_failure(d, i)))
 			continue;
 		seen[i] = i;
 		for (j = i; j-- > 0;) /* the process's previous OOM: a retry of it? */
@@ -175,56 +189,71 @@ static void classify(const struct mt_analysis *d, const struct starts *s, size_t
 	}
 }
 
-static int roles(struct mt_report *rep)
+int mt_failure_roles(const struct mt_analysis *d, struct mt_report_failure *roles, size_t *nooms)
 {
-	const struct mt_analysis *d = &rep->data;
 	size_t *seen = malloc((d->nfails ? d->nfails : 1) * sizeof(*seen)), i, k = 0;
 	struct starts s = { 0 };
 	int rc = -ENOMEM;
 
-	rep->failures = calloc(d->nfails ? d->nfails : 1, sizeof(*rep->failures));
-	if (!seen || !rep->failures || driver_starts(d, &s) < 0)
+	if (!seen || driver_starts(d, &s) < 0)
 		goto out;
 	classify(d, &s, seen);
 	for (i = 0; i < d->nfails; i++)
 		if (seen[i] == i)
-			rep->nooms++;
-	rep->ooms = calloc(rep->nooms ? rep->nooms : 1, sizeof(*rep->ooms));
-	if (!rep->ooms)
-		goto out;
-	for (i = 0; i < d->nfails; i++) {
-		struct mt_report_failure *r = &rep->failures[i];
-
-		if (seen[i] == i) {
-			*r = (struct mt_report_failure){ MT_FAILURE_OOM, k };
-			rep->ooms[k].free_bytes = UINT64_MAX;
-			rep->ooms[k++].f = &d->fails[i];
-			if (d->fails[i].layer == MT_LAYER_REQUEST)
-				rep->framework_failures++;
-		} else if (seen[i] == UNSET) {
-			r->role = MT_FAILURE_RECOVERED;
-			rep->recovered_attempts++;
-		}
-	}
+			roles[i] = (struct mt_report_failure){ MT_FAILURE_OOM, k++ };
+		else if (seen[i] == UNSET)
+			roles[i] = (struct mt_report_failure){ MT_FAILURE_RECOVERED, 0 };
 	/* attempts point at their OOM, which comes after them or before */
-	for (i = 0; i < d->nfails; i++) {
-		struct mt_report_oom *o;
-
-		if (seen[i] == i || seen[i] == UNSET)
-			continue;
-		rep->failures[i] = (struct mt_report_failure){ MT_FAILURE_ATTEMPT,
-			                                       rep->failures[seen[i]].oom };
-		o = &rep->ooms[rep->failures[i].oom];
-		o->attempts++;
-		rep->driver_attempts++;
-		if (d->fails[i].free_bytes != UINT64_MAX)
-			o->free_bytes = d->fails[i].free_bytes; /* the last attempt's */
-	}
+	for (i = 0; i < d->nfails; i++)
+		if (seen[i] != i && seen[i] != UNSET)
+			roles[i] = (struct mt_report_failure){ MT_FAILURE_ATTEMPT,
+				                               roles[seen[i]].oom };
+	*nooms = k;
 	rc = 0;
 out:
 	free(s.v);
 	free(seen);
 	return rc;
+}
+
+/* rep->failures, rep->ooms and the counts of each role. */
+static int roles(struct mt_report *rep)
+{
+	const struct mt_analysis *d = &rep->data;
+	size_t i;
+
+	rep->failures = calloc(d->nfails ? d->nfails : 1, sizeof(*rep->failures));
+	if (!rep->failures || mt_failure_roles(d, rep->failures, &rep->nooms) < 0)
+		return -ENOMEM;
+	rep->ooms = calloc(rep->nooms ? rep->nooms : 1, sizeof(*rep->ooms));
+	if (!rep->ooms)
+		return -ENOMEM;
+	for (i = 0; i < d->nfails; i++) {
+		const struct mt_report_failure *r = &rep->failures[i];
+		struct mt_report_oom *o = &rep->ooms[r->oom];
+
+		switch (r->role) {
+		case MT_FAILURE_OOM:
+			o->f = &d->fails[i];
+			o->free_bytes = UINT64_MAX;
+			rep->framework_failures += d->fails[i].layer == MT_LAYER_REQUEST;
+			break;
+		case MT_FAILURE_RECOVERED:
+			rep->recovered_attempts++;
+			break;
+		case MT_FAILURE_ATTEMPT:
+			o->attempts++;
+			rep->driver_attempts++;
+			break;
+		}
+	}
+	/* the free memory the driver reported at the last attempt, in time
+	 * order (an attempt may come after its OOM's failure: a retry) */
+	for (i = 0; i < d->nfails; i++)
+		if (rep->failures[i].role == MT_FAILURE_ATTEMPT &&
+		    d->fails[i].free_bytes != UINT64_MAX)
+			rep->ooms[rep->failures[i].oom].free_bytes = d->fails[i].free_bytes;
+	return 0;
 }
 
 /* ---- each OOM explained ---- */
