@@ -132,9 +132,13 @@ static int load_meta(struct mt_reader *r)
 static int load_processes(struct mt_reader *r)
 {
 	sqlite3_stmt *st;
+	/* a trace written before the capture column says nothing: '' */
 	int rc = sqlite3_prepare_v2(r->db,
-	                            "SELECT id, parent, pid, start_ns, command_line, hostname"
-	                            " FROM processes ORDER BY id",
+	                            fmt_schema_has_column(r->db, "processes", "capture")
+	                                    ? "SELECT id, parent, pid, start_ns, command_line,"
+	                                      " hostname, capture FROM processes ORDER BY id"
+	                                    : "SELECT id, parent, pid, start_ns, command_line,"
+	                                      " hostname, '' FROM processes ORDER BY id",
 	                            -1, &st, NULL);
 	while (fmt_step_row(st, &rc)) {
 		struct mt_process *p = realloc(r->processes, (r->n_processes + 1) * sizeof(*p));
@@ -151,8 +155,9 @@ static int load_processes(struct mt_reader *r)
 			.start_ns = fmt_u64_from_sql(st, 3),
 			.command_line = dup_column(st, 4),
 			.hostname = dup_column(st, 5),
+			.capture = dup_column(st, 6),
 		};
-		if (!p->command_line || !p->hostname)
+		if (!p->command_line || !p->hostname || !p->capture)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
@@ -162,9 +167,15 @@ static int load_processes(struct mt_reader *r)
 static int load_devices(struct mt_reader *r)
 {
 	sqlite3_stmt *st;
+	/* a trace written before the pci_bus_id column: '' */
 	int rc = sqlite3_prepare_v2(r->db,
-	                            "SELECT id, ordinal, total_bytes, name, uuid, driver_version,"
-	                            " cuda_version FROM devices ORDER BY id",
+	                            fmt_schema_has_column(r->db, "devices", "pci_bus_id")
+	                                    ? "SELECT id, ordinal, total_bytes, name, uuid,"
+	                                      " driver_version, cuda_version, pci_bus_id"
+	                                      " FROM devices ORDER BY id"
+	                                    : "SELECT id, ordinal, total_bytes, name, uuid,"
+	                                      " driver_version, cuda_version, ''"
+	                                      " FROM devices ORDER BY id",
 	                            -1, &st, NULL);
 	while (fmt_step_row(st, &rc)) {
 		struct mt_device *d = realloc(r->devices, (r->n_devices + 1) * sizeof(*d));
@@ -182,8 +193,10 @@ static int load_devices(struct mt_reader *r)
 			.uuid = dup_column(st, 4),
 			.driver_version = dup_column(st, 5),
 			.cuda_version = dup_column(st, 6),
+			.pci_bus_id = dup_column(st, 7),
 		};
-		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version)
+		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version ||
+		    !d->pci_bus_id)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
@@ -200,6 +213,7 @@ static void free_tables(struct mt_reader *r)
 	for (size_t i = 0; i < r->n_processes; i++) {
 		free((char *)r->processes[i].command_line);
 		free((char *)r->processes[i].hostname);
+		free((char *)r->processes[i].capture);
 	}
 	free(r->processes);
 	r->processes = NULL;
@@ -209,6 +223,7 @@ static void free_tables(struct mt_reader *r)
 		free((char *)r->devices[i].uuid);
 		free((char *)r->devices[i].driver_version);
 		free((char *)r->devices[i].cuda_version);
+		free((char *)r->devices[i].pci_bus_id);
 	}
 	free(r->devices);
 	r->devices = NULL;

@@ -262,12 +262,12 @@ static void test_iterations(void)
 	char err[256];
 	CHECK(mt_reader_open(r, path) == 0);
 	REQUIRE(mt_request_stream_load(&s, r, 0, err, sizeof(err)) == 0);
-	mt_reader_free(r);
 	struct mt_replay_result res = replay(s, "native", 0, 0);
 	CHECK(res.steady_iterations == 3);
 	CHECK(res.calls_per_iteration == 4.0);
 	mt_replay_result_release(&res);
 	mt_request_stream_free(s);
+	mt_reader_free(r);
 
 	/* a stream without ranges has no iterations */
 	s = abc_stream();
