@@ -15,7 +15,9 @@
 #include "cli-util.h"
 #include "commands.h"
 #include "memtrace-common.h"
+#include "memtrace-analyze.h"
 #include "memtrace-replay.h"
+#include "replay-fragmentation.h"
 
 #define CMD "replay"
 #define SERIES_POINTS 2000
@@ -31,7 +33,8 @@ static void on_sigint(int sig)
 struct outcome {
 	char spec[CLI_POLICY_SPEC];
 	struct mt_replay_result res;
-	uint64_t min_capacity; /* 0 = not asked */
+	uint64_t min_capacity;         /* 0 = not asked */
+	struct cli_fragmentation frag; /* at the peak of live bytes */
 };
 
 static void usage(FILE *f)
@@ -65,6 +68,10 @@ static void usage(FILE *f)
 	        "cpu s (seconds in --json): CPU seconds of the policy's replay. Under sim the\n"
 	        "policies replay at once, a thread each, sharing one pass over the trace,\n"
 	        "whose reading is not counted (stream_seconds in --json).\n"
+	        "frag (fragmentation in --json): free space inside segments that hold a\n"
+	        "live block, as a share of the bytes reserved, when the policy first holds\n"
+	        "the peak of live bytes; - when the policy cannot list its segments or ran\n"
+	        "out of memory before.\n"
 	        "\n"
 	        "policies:\n",
 	        CLI_DEFAULT_TRACE);
@@ -107,7 +114,12 @@ static json_t *result_json(const struct outcome *o)
 	json_object_set_new(j, "peak_allocated_rounded",
 	                    json_integer((json_int_t)r->peak_allocated_rounded));
 	json_object_set_new(j, "peak_reserved", json_integer((json_int_t)r->peak_reserved));
-	json_object_set_new(j, "fragmentation", json_real(r->fragmentation));
+	json_object_set_new(
+	        j, "fragmentation",
+	        o->frag.known ? json_real(mt_fragmentation_share(o->frag.bytes, o->frag.reserved))
+	                      : json_null());
+	json_object_set_new(j, "fragmentation_bytes",
+	                    o->frag.known ? json_integer((json_int_t)o->frag.bytes) : json_null());
 	json_object_set_new(
 	        j, "driver_calls",
 	        json_pack("{s:I,s:I,s:I,s:I}", "alloc", (json_int_t)r->driver.alloc_calls, "free",
@@ -240,6 +252,7 @@ static int run_all(const struct mt_request_stream *s, const struct mt_replay_opt
 		opts[i].policy = out[i].spec;
 		opts[i].progress = progress;
 		opts[i].progress_data = &prog;
+		cli_fragmentation_probe(&opts[i], &out[i].frag);
 	}
 	if (rc == 0) {
 		rc = mt_replay_run_many(s, opts, n, res, rcs, errs, 256);
@@ -248,6 +261,7 @@ static int run_all(const struct mt_request_stream *s, const struct mt_replay_opt
 	}
 	for (size_t i = 0; rc == 0 && find_min_capacity && i < n; i++) {
 		opts[i].progress = NULL;
+		opts[i].at_peak = NULL;
 		rc = rcs[i] = find_min(s, &opts[i], &out[i], errs + i * 256, 256);
 	}
 	progress_done(&prog);
@@ -300,15 +314,19 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 	       mt_size_format(bound, a, 32), "1.000x");
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_replay_result *r = &o[i].res;
-		char calls[64];
+		char calls[64], frag[16] = "-";
+		if (o[i].frag.known)
+			snprintf(frag, sizeof(frag), "%.1f%%",
+			         100.0 * mt_fragmentation_share(o[i].frag.bytes,
+			                                        o[i].frag.reserved));
 		snprintf(calls, sizeof(calls), "%llu/%llu/%llu",
 		         (unsigned long long)r->driver.alloc_calls,
 		         (unsigned long long)r->driver.free_calls,
 		         (unsigned long long)r->driver.map_calls);
-		printf("%-*s %-7s %12s %7.3fx %6.1f%% %21s %6llu", w, o[i].spec, r->backend,
+		printf("%-*s %-7s %12s %7.3fx %7s %21s %6llu", w, o[i].spec, r->backend,
 		       mt_size_format(r->peak_reserved, a, 32),
-		       bound ? (double)r->peak_reserved / (double)bound : 0.0,
-		       100.0 * r->fragmentation, calls, (unsigned long long)r->oom_count);
+		       bound ? (double)r->peak_reserved / (double)bound : 0.0, frag, calls,
+		       (unsigned long long)r->oom_count);
 		if (iterations)
 			printf(" %10.1f", r->calls_per_iteration);
 		if (find_min)
