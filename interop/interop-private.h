@@ -388,7 +388,7 @@ void io_pk_stop(struct io_pickler *p);
 /* ---- live allocations while walking events --------------------------------- */
 
 /* The allocations open while walking alloc/free events in order, paired by
- * (process, device, layer, address) as FORMAT.md's lifetimes are: an alloc
+ * (process, device, layer, address) as docs/FORMAT.md's lifetimes are: an alloc
  * adds its bytes, a free removes the open allocation at its address (none:
  * nothing changes), an alloc over an open one leaves the earlier counted
  * forever. Per (device, layer) it keeps the bytes live. */
