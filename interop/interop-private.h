@@ -314,6 +314,8 @@ void io_tree_free(struct io_tree *t);
 struct io_value *io_tree_value(struct io_tree *t, enum io_type type);
 /* A copy of n bytes in the arena; NULL when out of memory. */
 const char *io_tree_bytes(struct io_tree *t, const char *s, size_t n);
+/* Makes room for `items` more items (dict: pairs) at once; 0 or -ENOMEM. */
+int io_tree_reserve(struct io_tree *t, struct io_value *container, size_t items);
 /* Appends item to a list or tuple; 0 or -ENOMEM. */
 int io_tree_push(struct io_tree *t, struct io_value *container, struct io_value *item);
 /* Adds a key/value pair to a dict; 0 or -ENOMEM. */
