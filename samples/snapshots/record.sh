@@ -57,9 +57,9 @@ summary=$W/summary.txt
 : >"$summary"
 for pk in "$W"/*.pickle; do
 	name=$(basename "$pk" .pickle)
-	start=$(date +%s.%N)
+	start=$(date +%s%N)
 	"$MEMTRACE" import "$pk" -o "$W/$name.db" --json >"$W/$name.import.json"
-	echo "$name: import exit $? in $(echo "$(date +%s.%N) - $start" | bc) s" | tee -a "$summary"
+	echo "$name: import exit $? in $((($(date +%s%N) - start) / 1000000)) ms" | tee -a "$summary"
 	"$MEMTRACE" info "$W/$name.db" --json >"$W/$name.info.json"
 	"$MEMTRACE" replay "$W/$name.db" --policy caching --backend sim --json --no-save \
 		>"$W/$name.replay.json"
