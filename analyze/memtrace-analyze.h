@@ -76,9 +76,12 @@ struct mt_analysis {
 	size_t nsamples;
 	/* NVTX ranges of the processes with events on this device (ranges are
 	 * recorded on a process's first device row, so every device's are read
-	 * and matched by process), in start order */
+	 * and matched by process), in start order; without the ranges libraries
+	 * open for their own work (CUB, Thrust, cuBLAS, cuDNN...) unless loaded
+	 * with all_ranges */
 	struct mt_range *ranges;
 	size_t nranges;
+	size_t library_names; /* distinct names of the library ranges left out */
 	struct mt_failure *fails;
 	size_t nfails;
 };
@@ -87,17 +90,28 @@ struct mt_analysis {
  * ascending. *ids is malloc'd (may be NULL when *n is 0). */
 int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen);
 
+/* Devices are named for people by the CUDA ordinal the program saw
+ * ("device 0", mt_analyze_device_label), in reports, pictures and options;
+ * the trace's row ids stay inside. mt_analyze_device_by_ordinal finds the
+ * row of an ordinal: -ENOENT when none has it, -EEXIST when several do
+ * (processes that each saw a different GPU as that ordinal), with a
+ * message. */
+int mt_analyze_device_by_ordinal(struct mt_reader *r, unsigned ordinal, uint32_t *id, char *err,
+                                 size_t errlen);
+char *mt_analyze_device_label(const struct mt_device *dev, char *buf, size_t len);
+
 /* The first memory event (alloc, free, alloc_failed, range, sample, pool)
  * and the last event of any kind on the device; t0 = t1 = 0 when none.
  * "Time since the start" in reports and pictures counts from t0. */
 int mt_analyze_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1);
 
-/* Loads device (0 = the first that mt_analyze_devices lists) of r into d.
- * Lifetimes are as mt_reader_lifetimes gives them (a NO_ALLOC one has
- * start MT_TIME_UNKNOWN, a NO_FREE one end MT_TIME_UNKNOWN). -ENOENT when
- * the device holds no allocations. Release with mt_analysis_release. */
-int mt_analysis_load(struct mt_analysis *d, struct mt_reader *r, uint32_t device, char *err,
-                     size_t errlen);
+/* Loads device (0 = the first that mt_analyze_devices lists) of r into d,
+ * with the library-internal NVTX ranges when all_ranges. Lifetimes are as
+ * mt_reader_lifetimes gives them (a NO_ALLOC one has start
+ * MT_TIME_UNKNOWN, a NO_FREE one end MT_TIME_UNKNOWN). -ENOENT when the
+ * device holds no allocations. Release with mt_analysis_release. */
+int mt_analysis_load(struct mt_analysis *d, struct mt_reader *r, uint32_t device, bool all_ranges,
+                     char *err, size_t errlen);
 /* Frees what d holds (not the reader); accepts a zeroed d. */
 void mt_analysis_release(struct mt_analysis *d);
 
@@ -160,6 +174,17 @@ int mt_segmap_add_block(struct mt_segmap *m, uint64_t address, uint64_t bytes, b
 void mt_segmap_finish(struct mt_segmap *m);
 /* Bytes of live blocks in segment i. */
 uint64_t mt_segmap_segment_live(const struct mt_segmap *m, size_t i);
+
+/* Fragmentation, memtrace's one definition (the report, replay, every
+ * picture): at a moment, the free bytes inside segments that hold at least
+ * one live block. Free segments are the allocator's cache, not
+ * fragmentation (mt_segmap_cache). As a share, fragmentation counts against
+ * the bytes reserved at that moment: mt_fragmentation_share. */
+uint64_t mt_segmap_fragmentation(const struct mt_segmap *m);
+/* The bytes of segments with nothing live in them. */
+uint64_t mt_segmap_cache(const struct mt_segmap *m);
+/* fragmentation / reserved, 0 when nothing is reserved. */
+double mt_fragmentation_share(uint64_t fragmentation, uint64_t reserved);
 /* Frees the arrays; accepts a zeroed map. */
 void mt_segmap_release(struct mt_segmap *m);
 
@@ -176,23 +201,32 @@ enum mt_anatomy_part {
 #define MT_PART_COUNT 6
 
 struct mt_anatomy {
-	/* false: no sample on the device; why says so. The parts that need no
-	 * sample (cache, fragmentation, live) are filled all the same. */
+	/* false: no reading on the device; why says so. The parts that need no
+	 * reading (cache, fragmentation, live) are filled all the same. */
 	bool available;
 	char why[96];
-	uint64_t at;                 /* the moment asked */
-	uint64_t measured_at;        /* the parts' moment: `at`, or the sample's (below) */
-	uint64_t sample_ts;          /* the sample used: the nearest with the same
-	                                driver-layer memory as at `at` (measured_at =
-	                                at), else the nearest (measured_at = its ts) */
-	uint64_t used_bytes;         /* the total: the sample's device memory in use */
-	uint64_t process_bytes;      /* the sample's process share, 0 unknown */
+	uint64_t at;          /* the moment asked */
+	uint64_t measured_at; /* the parts' moment: `at`, or the reading's (below) */
+	/* The reading used (a sample: device memory in use, what nvidia-smi
+	 * shows): the nearest taken while the driver-layer memory was the same
+	 * as at `at` (same_segments; measured_at = at: the device's use was
+	 * the same then), else the nearest (measured_at = its ts). */
+	uint64_t sample_ts;
+	bool same_segments;
+	uint64_t used_bytes;         /* the total: the reading's device memory in use */
+	uint64_t process_bytes;      /* the reading's process share, 0 unknown */
 	uint64_t driver_live;        /* driver-layer bytes live at `at` */
 	uint64_t reserved;           /* segment bytes live (= driver_live with segments) */
 	unsigned layer;              /* layer of the live part */
 	bool cache_known;            /* false: no segments recorded (as-is capture) */
 	int64_t part[MT_PART_COUNT]; /* sum = used_bytes when available */
 };
+
+/* Which reading an anatomy used and how far it lies from the moment asked,
+ * in words ("the reading at +735 ms, 29.0 ms after, when the allocator held
+ * the same segments"), times since t0; into buf, which it returns. "no
+ * reading" when none. */
+char *mt_anatomy_reading(const struct mt_anatomy *a, uint64_t t0, char *buf, size_t len);
 
 /* Stable JSON key of a part ("other_processes", "cuda_context_and_libraries",
  * "allocator_cache", "fragmentation", "live_allocations", "unexplained"),
@@ -280,8 +314,9 @@ struct mt_report_oom {
 };
 
 struct mt_report_options {
-	bool at_set; /* false: the peak */
-	uint64_t at; /* since t0 */
+	bool all_ranges; /* keep the library-internal NVTX ranges (mt_analysis_load) */
+	bool at_set;     /* false: the peak */
+	uint64_t at;     /* since t0 */
 	/* called between stages and every ~1% of the sweep when set */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;
@@ -320,5 +355,63 @@ int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
                     const struct mt_report_options *opt, char *err, size_t errlen);
 /* Accepts a zeroed report. */
 void mt_report_release(struct mt_report *rep);
+
+/* ---- two runs compared --------------------------------------------------- */
+
+/* Two traces of the same program (before and after a change), each its
+ * first device with allocations, compared: peaks side by side, per NVTX
+ * range name, the call sites whose bytes live at the peak changed most,
+ * what was allocated in only one run, and the OOMs of each. Call sites are
+ * matched by the frame that names them (mt_site_display_index); an
+ * allocation without one is named by its innermost NVTX range. Index 0 of
+ * every pair is run A, 1 run B. */
+
+#define MT_COMPARE_TOP 20
+#define MT_COMPARE_OOMS 5
+
+struct mt_compare_run {
+	uint32_t device;
+	uint64_t peak_live, peak_live_at; /* since the run's start */
+	uint64_t peak_reserved;           /* segments, else driver allocations */
+	uint64_t allocations, bytes_allocated;
+	unsigned layer;
+	uint64_t nooms;
+	struct {
+		uint64_t at, bytes; /* since the run's start; requested */
+	} oom[MT_COMPARE_OOMS];
+};
+
+struct mt_compare_range {
+	char name[128];
+	uint64_t instances[2], allocations[2], bytes_allocated[2], peak_live[2];
+};
+
+struct mt_compare_site {
+	char name[512]; /* the frame, or "in RANGE", or "(no call site or range)" */
+	uint64_t bytes[2], count[2];
+};
+
+struct mt_compare {
+	struct mt_compare_run run[2];
+	struct mt_compare_range *ranges; /* by the larger bytes allocated */
+	size_t nranges;
+	/* bytes live at each run's peak per call site, by |B - A| descending */
+	struct mt_compare_site *at_peak;
+	size_t nat_peak;
+	/* (call site, requested size) pairs allocated in one run only, by
+	 * bytes descending: only[0] in A alone, only[1] in B alone; name holds
+	 * "SIZE B at FRAME" or "SIZE B in RANGE" */
+	struct mt_compare_site *only[2];
+	size_t nonly[2];
+	uint64_t only_count[2], only_bytes[2]; /* allocations and bytes in all */
+};
+
+/* Compares the runs in a and b. 0, or -ENOENT when one holds no
+ * allocations, or what loading returned, with a message. Release with
+ * mt_compare_release. */
+int mt_compare_build(struct mt_compare *c, struct mt_reader *a, struct mt_reader *b, char *err,
+                     size_t errlen);
+/* Accepts a zeroed c. */
+void mt_compare_release(struct mt_compare *c);
 
 #endif /* MEMTRACE_ANALYZE_H */

@@ -56,7 +56,7 @@ int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
-	rc = mt_analysis_load(d, r, device, err, errlen);
+	rc = mt_analysis_load(d, r, device, opt && opt->all_ranges, err, errlen);
 	if (rc < 0)
 		return rc;
 	stage(opt, 0);

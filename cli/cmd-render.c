@@ -13,6 +13,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-analyze.h"
 #include "memtrace-replay.h"
 #include "memtrace-viewer.h"
 
@@ -31,31 +32,37 @@ static const char *views_using(unsigned uses, char *buf, size_t len)
 	return buf;
 }
 
-/* The views' names, "a|b|c" into buf. */
-static const char *view_names(char *buf, size_t len)
+/* The views' names joined by sep ("a|b|c") into buf. */
+static const char *view_names(const char *sep, char *buf, size_t len)
 {
 	size_t i, n = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < mt_view_count() && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "|" : "", mt_view_at(i)->name);
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? sep : "", mt_view_at(i)->name);
 	return buf;
 }
 
 static void usage(FILE *out)
 {
-	char names[256], at[256], window[256], policies[256], devices[256];
+	char names[256], at[256], window[256], policies[256], devices[256], phases[256];
 	size_t i;
 
 	fprintf(out,
-	        "Usage: memtrace render [TRACE] OUT.png|svg|pdf [OPTIONS]\n"
+	        "Usage: memtrace render [TRACE] OUT.png|svg|pdf|html [OPTIONS]\n"
 	        "\n"
 	        "Draws one view of TRACE (default memtrace.db). The view defaults to OUT's\n"
-	        "name when it names one (%s.png, ...), else %s.\n"
+	        "name when it names one (%s.png, ...), else %s (html for OUT.html).\n"
+	        "\n"
+	        "OUT.html is one self-contained page (no network): zoom with the wheel or\n"
+	        "+ -, pan by dragging or with the arrow keys, hover an allocation for its\n"
+	        "size, call site, NVTX range, stream and lifetime, click to pin its call\n"
+	        "site; the anatomy and segment maps follow the moment under the cursor.\n"
+	        "Its URL keeps the state: view.html#t=835ms&span=20ms&policy=caching.\n"
 	        "\n"
 	        "Options:\n"
 	        "  --view %s\n",
-	        mt_view_at(0)->name, mt_view_at(0)->name, view_names(names, sizeof(names)));
+	        mt_view_at(0)->name, mt_view_at(0)->name, view_names("|", names, sizeof(names)));
 	for (i = 0; i < mt_view_count(); i++) {
 		const struct mt_view_info *v = mt_view_at(i);
 		const char *line = v->summary;
@@ -78,8 +85,15 @@ static void usage(FILE *out)
 	        "  --at peak|TIME           the moment (%s; default peak)\n"
 	        "  --from TIME, --to TIME   time window (%s)\n"
 	        "  --size WxH               picture size (default %ux%u)\n"
-	        "  --device ID              trace device row id (default: the first with\n"
-	        "                           allocations; %s: every device)\n"
+	        "  --device N               the CUDA device number the program saw, as report\n"
+	        "                           names it (default: the first with allocations;\n"
+	        "                           %s: every device)\n"
+	        "  --all-ranges             phases include the NVTX ranges libraries open\n"
+	        "                           for their own work (cub::, thrust::, cuBLAS,\n"
+	        "                           cuDNN), left out by default (%s)\n"
+	        "  --compare B.db           draw TRACE (run A) and B.db (run B), one above\n"
+	        "                           the other, B stretched so that its NVTX phases\n"
+	        "                           line up with A's (see memtrace compare)\n"
 	        "  --list-views             the views' names, one a line\n"
 	        "  -h, --help               this text\n"
 	        "\n"
@@ -88,7 +102,8 @@ static void usage(FILE *out)
 	        views_using(MT_VIEW_USES_AT, at, sizeof(at)),
 	        views_using(MT_VIEW_USES_WINDOW, window, sizeof(window)), MT_RENDER_DEFAULT_WIDTH,
 	        MT_RENDER_DEFAULT_HEIGHT,
-	        views_using(MT_VIEW_USES_ALL_DEVICES, devices, sizeof(devices)));
+	        views_using(MT_VIEW_USES_ALL_DEVICES, devices, sizeof(devices)),
+	        views_using(MT_VIEW_USES_PHASES, phases, sizeof(phases)));
 }
 
 static int parse_size(const char *text, unsigned *w, unsigned *h)
@@ -165,14 +180,18 @@ int cli_cmd_render(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "list-views", no_argument, NULL, 'l' },
+		{ "all-ranges", no_argument, NULL, 'r' },
+		{ "compare", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mt_render_options o = { .width = MT_RENDER_DEFAULT_WIDTH,
 		                       .height = MT_RENDER_DEFAULT_HEIGHT };
-	const char *trace = NULL, *out, *slash;
-	struct mt_reader *r = NULL;
+	const char *trace = NULL, *out, *slash, *compare = NULL;
+	struct mt_reader *r = NULL, *b = NULL;
 	char names[256];
+	unsigned device = 0;
+	bool device_set = false;
 	char err[512];
 	uint64_t v;
 	int c, rc;
@@ -183,7 +202,8 @@ int cli_cmd_render(int argc, char **argv)
 		case 'v':
 			if (!mt_view_find(optarg))
 				return cli_usage_error(CMD, "--view: unknown view '%s' (%s)",
-				                       optarg, view_names(names, sizeof(names)));
+				                       optarg,
+				                       view_names(", ", names, sizeof(names)));
 			o.view = optarg;
 			break;
 		case 'l':
@@ -192,6 +212,9 @@ int cli_cmd_render(int argc, char **argv)
 			return fflush(stdout) == EOF ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 		case 'p':
 			o.policies = optarg;
+			break;
+		case 'r':
+			o.all_ranges = true;
 			break;
 		case 'a':
 			if (!strcmp(optarg, "peak")) {
@@ -222,10 +245,14 @@ int cli_cmd_render(int argc, char **argv)
 			rc = cli_parse_u64(CMD, "--device", optarg, &v);
 			if (rc != CLI_EXIT_OK)
 				return rc;
-			if (v == 0 || v > UINT32_MAX)
-				return cli_usage_error(CMD, "--device: '%s' is not a device id",
+			if (v > UINT32_MAX)
+				return cli_usage_error(CMD, "--device: '%s' is not a device",
 				                       optarg);
-			o.device = (uint32_t)v;
+			device = (unsigned)v;
+			device_set = true;
+			break;
+		case 'c':
+			compare = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -241,8 +268,9 @@ int cli_cmd_render(int argc, char **argv)
 		out = argv[optind + 1];
 	} else {
 		return cli_usage_error(
-		        CMD, argc - optind ? "too many arguments"
-		                           : "name the picture to write (OUT.png, .svg or .pdf)");
+		        CMD, argc - optind
+		                     ? "too many arguments"
+		                     : "name the picture to write (OUT.png, .svg, .pdf or .html)");
 	}
 	if (o.to && o.to <= o.from)
 		return cli_usage_error(CMD, "--to must be after --from");
@@ -250,9 +278,11 @@ int cli_cmd_render(int argc, char **argv)
 		const char *dot = strrchr(out, '.');
 		slash = strrchr(out, '/');
 		return cli_usage_error(
-		        CMD, "%s: cannot write '%s' pictures (use .png, .svg or .pdf)", out,
+		        CMD, "%s: cannot write '%s' pictures (use .png, .svg, .pdf or .html)", out,
 		        dot && (!slash || dot > slash) ? dot : "extension-less");
 	}
+	if (compare && o.format == MT_IMAGE_HTML)
+		return cli_usage_error(CMD, "--compare draws a picture (.png, .svg or .pdf)");
 	if (!o.view)
 		o.view = view_from_stem(out, o.format);
 	else if (!(mt_view_find(o.view)->formats & 1u << o.format))
@@ -267,10 +297,26 @@ int cli_cmd_render(int argc, char **argv)
 	rc = cli_open_trace(CMD, trace, &r);
 	if (rc != CLI_EXIT_OK)
 		return rc;
+	if (device_set &&
+	    mt_analyze_device_by_ordinal(r, device, &o.device, err, sizeof(err)) < 0) {
+		mt_reader_free(r);
+		return cli_usage_error(CMD, "--device: %s", err);
+	}
+	if (compare) {
+		rc = cli_open_trace(CMD, compare, &b);
+		if (rc != CLI_EXIT_OK) {
+			mt_reader_free(r);
+			return rc;
+		}
+		slash = strrchr(compare, '/');
+		o.compare = b;
+		o.compare_name = slash ? slash + 1 : compare;
+	}
 	slash = strrchr(trace ? trace : CLI_DEFAULT_TRACE, '/');
 	o.trace_name = slash ? slash + 1 : trace ? trace : CLI_DEFAULT_TRACE;
 	rc = mt_render(r, &o, out, err, sizeof(err));
 	mt_reader_free(r);
+	mt_reader_free(b);
 	if (rc < 0) {
 		cli_error(CMD, "%s", err);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;

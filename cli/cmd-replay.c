@@ -28,7 +28,7 @@ static void on_sigint(int sig)
 }
 
 struct outcome {
-	char spec[128];
+	char spec[CLI_POLICY_SPEC];
 	struct mt_replay_result res;
 	uint64_t min_capacity; /* 0 = not asked */
 };
@@ -66,50 +66,6 @@ static void usage(FILE *f)
 	        CLI_DEFAULT_TRACE);
 	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
 		fprintf(f, "  %-11s %s\n", (*p)->name, (*p)->summary);
-}
-
-/* Splits "a,b:k=v,k=v,c" into specs: a token starts a new spec when it has
- * a ':' or no '='; else it is one more parameter of the spec before it. */
-static int split_policies(const char *arg, char specs[][128], size_t *n)
-{
-	char buf[1024];
-	snprintf(buf, sizeof(buf), "%s", arg);
-	*n = 0;
-	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		bool param = strchr(tok, '=') && !strchr(tok, ':');
-		if (param && *n) {
-			size_t len = strlen(specs[*n - 1]);
-			snprintf(specs[*n - 1] + len, 128 - len, ",%s", tok);
-			continue;
-		}
-		if (*n == MAX_POLICIES)
-			return -E2BIG;
-		snprintf(specs[(*n)++], 128, "%s", tok);
-	}
-	return 0;
-}
-
-static int expand_all(char specs[][128], size_t *n)
-{
-	*n = 0;
-	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p && *n < MAX_POLICIES; p++)
-		snprintf(specs[(*n)++], 128, "%s", (*p)->name);
-	return 0;
-}
-
-static int check_policy(const char *spec)
-{
-	char name[128], valid[512] = "";
-	snprintf(name, sizeof(name), "%s", spec);
-	name[strcspn(name, ":")] = '\0';
-	if (mt_policy_find(name))
-		return CLI_EXIT_OK;
-	size_t used = 0;
-	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
-		used += (size_t)snprintf(valid + used, sizeof(valid) - used, "%s%s",
-		                         used ? ", " : "", (*p)->name);
-	return cli_usage_error(CMD, "unknown policy '%s' (valid: %s, all)", name, valid);
 }
 
 static int pick_backend(const char *arg, enum mt_backend_kind *kind)
@@ -399,15 +355,10 @@ int cli_cmd_replay(int argc, char **argv)
 		return cli_usage_error(CMD, "more than one trace given");
 	const char *path = optind < argc ? argv[optind] : CLI_DEFAULT_TRACE;
 
-	static char specs[MAX_POLICIES][128];
+	static char specs[MAX_POLICIES][CLI_POLICY_SPEC];
 	size_t n;
-	if (!strcmp(policy_arg, "all"))
-		expand_all(specs, &n);
-	else if (split_policies(policy_arg, specs, &n) < 0 || n == 0)
-		return cli_usage_error(CMD, "--policy: bad list '%s'", policy_arg);
-	for (size_t i = 0; i < n; i++)
-		if ((rc = check_policy(specs[i])) != CLI_EXIT_OK)
-			return rc;
+	if ((rc = cli_policy_specs(CMD, policy_arg, specs, MAX_POLICIES, &n)) != CLI_EXIT_OK)
+		return rc;
 
 	enum mt_backend_kind kind = MT_BACKEND_SIM;
 	if ((rc = pick_backend(backend_arg, &kind)) != CLI_EXIT_OK)

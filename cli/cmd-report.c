@@ -49,6 +49,8 @@ static void usage(void)
 	      "                  (default: the peak of live bytes); TIME is since the start\n"
 	      "                  of the device's events: 1.5 (seconds), 1.5s, 300ms, 20us,\n"
 	      "                  100ns\n"
+	      "  --all-ranges    keep the NVTX ranges libraries open for their own work\n"
+	      "                  (cub::, thrust::, cuBLAS, cuDNN), left out by default\n"
 	      "  --json          one JSON object instead of text\n"
 	      "  -h, --help      this help\n",
 	      stdout);
@@ -145,7 +147,7 @@ static void print_allocs(const struct mt_report *rep, const struct mt_report_all
 static void print_anatomy(const struct mt_report *rep, bool at_set)
 {
 	const struct mt_anatomy *a = &rep->anatomy;
-	char b[32], c[32];
+	char b[32], reading[256];
 	unsigned i;
 
 	printf("\nAnatomy at +%s (%s)", dur(since(rep, a->at), b),
@@ -154,14 +156,9 @@ static void print_anatomy(const struct mt_report *rep, bool at_set)
 		printf(": not available: %s\n", a->why);
 		return;
 	}
-	if (a->measured_at == a->at)
-		printf(", against the sample at +%s (same segments):\n",
-		       dur(since(rep, a->sample_ts), c));
-	else
-		printf(", measured at the nearest sample, +%s:\n",
-		       dur(since(rep, a->sample_ts), c));
+	printf(", against %s:\n", mt_anatomy_reading(a, rep->data.t0, reading, sizeof(reading)));
 	printf("  %10s  %6s  %s\n", sz(a->used_bytes, b), "100.0%",
-	       "device memory in use (sampled: what nvidia-smi shows)");
+	       "device memory in use (the reading: what nvidia-smi shows)");
 	for (i = 0; i < MT_PART_COUNT; i++) {
 		int64_t v = a->part[i];
 		bool unknown =
@@ -190,6 +187,18 @@ static void print_anatomy(const struct mt_report *rep, bool at_set)
 		       pct((double)a->part[MT_PART_CONTEXT], (double)a->process_bytes));
 }
 
+/* The library-internal range names left out, if any. */
+static void print_library_ranges(const struct mt_report *rep)
+{
+	size_t n = rep->data.library_names;
+
+	if (n)
+		printf("  %zu range name%s that libraries open for their own work (cub::, "
+		       "cuBLAS...) "
+		       "left out: --all-ranges shows %s\n",
+		       n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
+}
+
 static void print_ranges(const struct mt_report *rep)
 {
 	char name[256], b[32], c[32], d[32];
@@ -205,7 +214,9 @@ static void print_ranges(const struct mt_report *rep)
 	}
 	width = width > 60 ? 60 : width;
 	if (!rep->nranges) {
-		printf("\nNVTX ranges: none recorded\n");
+		printf("\nNVTX ranges: none recorded%s\n",
+		       rep->data.library_names ? " but libraries' own" : "");
+		print_library_ranges(rep);
 		return;
 	}
 	printf("\nNVTX ranges by bytes allocated inside them (%zu of %zu names):\n", n,
@@ -220,6 +231,7 @@ static void print_ranges(const struct mt_report *rep)
 		       s->instances, s->allocations, sz(s->bytes_allocated, b), sz(s->peak_live, c),
 		       dur(since(rep, s->peak_at), d));
 	}
+	print_library_ranges(rep);
 }
 
 static void print_oom(const struct mt_report *rep, const struct mt_report_oom *o)
@@ -258,11 +270,12 @@ static void print_device(const struct mt_report *rep, bool at_set)
 	const struct mt_analysis *d = &rep->data;
 	const char *capture = mt_reader_meta(d->r, "capture");
 	const char *what = d->layer == MT_LAYER_REQUEST ? "tensors" : "allocations";
-	char a[32], b[32];
+	char a[32], b[32], label[64];
 	size_t i;
 
-	printf("device %" PRIu32 " \u00b7 %s \u00b7 %s \u00b7 capture: %s \u00b7 %s layer\n",
-	       d->device, d->dev->name && *d->dev->name ? d->dev->name : "unknown GPU",
+	printf("%s \u00b7 %s \u00b7 %s \u00b7 capture: %s \u00b7 %s layer\n",
+	       mt_analyze_device_label(d->dev, label, sizeof(label)),
+	       d->dev->name && *d->dev->name ? d->dev->name : "unknown GPU",
 	       sz(d->dev->total_bytes, a), capture && *capture ? capture : "unknown",
 	       mt_layer_name(d->layer));
 	if (mt_reader_meta(d->r, "history_from"))
@@ -358,8 +371,11 @@ static json_t *anatomy_json(const struct mt_report *rep)
 	parts = json_object();
 	json_object_set_new(o, "at_ns", jint(since(rep, a->at)));
 	json_object_set_new(o, "measured_at_ns", jint(since(rep, a->measured_at)));
-	json_object_set_new(o, "sample_at_ns", jint(since(rep, a->sample_ts)));
-	json_object_set_new(o, "sampled_bytes", jint(a->used_bytes));
+	json_object_set_new(o, "reading_at_ns", jint(since(rep, a->sample_ts)));
+	json_object_set_new(o, "reading_offset_ns",
+	                    json_integer((json_int_t)a->sample_ts - (json_int_t)a->at));
+	json_object_set_new(o, "reading_same_segments", json_boolean(a->same_segments));
+	json_object_set_new(o, "reading_bytes", jint(a->used_bytes));
 	json_object_set_new(o, "process_bytes",
 	                    a->process_bytes ? jint(a->process_bytes) : json_null());
 	json_object_set_new(o, "allocator_cache_known", json_boolean(a->cache_known));
@@ -442,7 +458,7 @@ static json_t *device_json(const struct mt_report *rep, bool at_set)
 	json_t *o = json_object(), *saved = json_array();
 	size_t k;
 
-	json_object_set_new(o, "device", jint(d->device));
+	json_object_set_new(o, "device", jint(d->dev->ordinal));
 	json_object_set_new(o, "name", jstr(d->dev->name));
 	json_object_set_new(o, "total_bytes", jint(d->dev->total_bytes));
 	json_object_set_new(o, "layer", json_string(mt_layer_name(d->layer)));
@@ -462,6 +478,7 @@ static json_t *device_json(const struct mt_report *rep, bool at_set)
 	json_object_set_new(o, "attributed_bytes", jint(rep->attributed_bytes));
 	json_object_set_new(o, "attributed_fraction", json_real(rep->attributed_fraction));
 	json_object_set_new(o, "ranges", ranges_json(rep));
+	json_object_set_new(o, "library_range_names_left_out", jint(d->library_names));
 	json_object_set_new(
 	        o, "never_freed",
 	        json_pack("{s:o, s:o, s:o}", "count", jint(rep->never_freed_count), "bytes",
@@ -566,6 +583,7 @@ int cli_cmd_report(int argc, char **argv)
 	static const struct option options[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "at", required_argument, NULL, 'a' },
+		{ "all-ranges", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -592,6 +610,9 @@ int cli_cmd_report(int argc, char **argv)
 				        CMD, "--at: '%s' is not peak or a time (1.5s, 300ms)",
 				        optarg);
 			opt.at_set = true;
+			break;
+		case 'r':
+			opt.all_ranges = true;
 			break;
 		case 'h':
 			usage();

@@ -251,10 +251,16 @@ enum mt_writer_flags {
 /* Allocates an unopened writer; NULL on allocation failure. */
 struct mt_writer *mt_writer_new(void);
 
-/* Keeps an existing trace at path as path.old (replacing an earlier .old),
- * its -wal and -shm side files with it. Returns 0 (also when there is no
- * file at path) or a negative errno. */
-int mt_trace_keep_old(const char *path);
+/* Before a new trace is written at path: a memtrace trace there (of any
+ * version) moves, with its -wal and -shm side files, to path.N, the first
+ * number free of all three, so that no earlier trace is ever replaced;
+ * kept (keptlen bytes) receives that name. Returns 1 when a trace was
+ * kept, 0 when there is nothing at path (kept = ""), -EEXIST when something
+ * that is not a readable trace is there (a folder, a link, another file, a
+ * damaged trace: left alone), or another negative errno; the message goes
+ * to err. */
+int mt_trace_keep_previous(const char *path, char *kept, size_t keptlen,
+			   char *err, size_t errlen);
 
 /* Opens (and with MT_WRITER_CREATE creates) the trace at path for appending:
  * sets WAL mode and a busy timeout so several processes can write one trace,

@@ -259,11 +259,10 @@ static bool runs_python(const char *prog)
 
 static int keep_old(const char *path, char *err, size_t errlen)
 {
-	int rc = mt_trace_keep_old(path);
+	char kept[PATH_MAX + 16];
+	int rc = mt_trace_keep_previous(path, kept, sizeof(kept), err, errlen);
 
-	return rc < 0 ? fail(err, errlen, rc, "cannot keep %s as %s.old: %s", path, path,
-	                     strerror(-rc))
-	              : 0;
+	return rc < 0 ? rc : 0;
 }
 
 static int absolute(const char *path, char *buf, size_t len)

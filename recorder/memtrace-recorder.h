@@ -70,8 +70,9 @@ int mt_record_find_cupti(char *buf, size_t len, char *err, size_t errlen);
 /* A prepared run: the environment to start PROG with. */
 struct mt_record_run;
 
-/* Prepares a run: resolves the output path (an existing file is renamed to
- * FILE.old, its -wal/-shm side files removed), finds the libraries and
+/* Prepares a run: resolves the output path (an existing trace is kept as
+ * FILE.N with its -wal/-shm side files; anything else there is refused,
+ * -EEXIST), finds the libraries and
  * builds the environment from `environ`. argv[0] names the program (looked up
  * in PATH by mt_record_exec). Returns 0 or a negative errno with a message. */
 int mt_record_prepare(const struct mt_record_options *opts, char *const *argv,

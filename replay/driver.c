@@ -29,11 +29,11 @@ static uint64_t now_ns(void)
 
 static uint64_t event_ts(const struct mt_request_stream *s, uint32_t code)
 {
-	uint32_t r = MT_EVENT_REQUEST(code);
-	return MT_EVENT_IS_FREE(code) ? s->free_ts[r] : s->alloc_ts[r];
+	uint32_t r = RP_EVENT_REQUEST(code);
+	return RP_EVENT_IS_FREE(code) ? s->free_ts[r] : s->alloc_ts[r];
 }
 
-int mt_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *p)
+int rp_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *p)
 {
 	struct mt_plan_request *reqs = malloc((s->requests ? s->requests : 1) * sizeof(*reqs));
 	if (!reqs)
@@ -43,10 +43,10 @@ int mt_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *
 			                            s->streams[s->stream[i]] };
 	for (size_t i = 0; i < s->nevents; i++) {
 		uint32_t c = s->events[i];
-		if (MT_EVENT_IS_FREE(c))
-			reqs[MT_EVENT_REQUEST(c)].end = i;
+		if (RP_EVENT_IS_FREE(c))
+			reqs[RP_EVENT_REQUEST(c)].end = i;
 		else
-			reqs[MT_EVENT_REQUEST(c)].start = i;
+			reqs[RP_EVENT_REQUEST(c)].start = i;
 	}
 	int rc = p->ops->plan(p, reqs, s->requests);
 	free(reqs);
@@ -93,7 +93,7 @@ struct run {
 	struct req *req; /* per request */
 	uint32_t *lat;   /* latency samples (ns) when measured */
 	size_t nlat;
-	struct mt_series series;
+	struct rp_series series;
 	uint64_t peak_live;        /* live bytes actually served (less than the bound after OOMs) */
 	uint64_t *iteration_calls; /* driver calls made before each iteration start */
 	size_t next_iteration;
@@ -144,14 +144,14 @@ static int apply(struct run *r, size_t i, uint64_t *live)
 {
 	const struct mt_request_stream *s = r->s;
 	const struct mt_policy_ops *ops = r->p->ops;
-	uint32_t c = s->events[i], q = MT_EVENT_REQUEST(c);
+	uint32_t c = s->events[i], q = RP_EVENT_REQUEST(c);
 	struct req *rq = &r->req[q];
 	int rc;
-	if (!MT_EVENT_IS_FREE(c)) {
+	if (!RP_EVENT_IS_FREE(c)) {
 		rc = ops->alloc(r->p, rq->bytes, rq->stream, q, &rq->addr);
 		if (rc == -ENOMEM) {
 			if (!r->res->oom_count++)
-				first_oom(s, r->req, q, *live, mt_backend_reserved_now(r->b),
+				first_oom(s, r->req, q, *live, rp_backend_reserved_now(r->b),
 				          &r->res->first_oom);
 			rq->addr = 0;
 			return 1;
@@ -184,7 +184,7 @@ static int observe(struct run *r, size_t i, uint64_t live)
 		.ts = i ? event_ts(s, s->events[i - 1]) : 0,
 		.next_ts = i < s->nevents ? event_ts(s, s->events[i]) : UINT64_MAX,
 		.allocated = live,
-		.reserved = mt_backend_reserved_now(r->b),
+		.reserved = rp_backend_reserved_now(r->b),
 	};
 	int rc = r->opt->observe(r->opt->observe_data, &m, r->p);
 	if (rc > 0)
@@ -220,8 +220,8 @@ static int loop(struct run *r)
 			r->lat[r->nlat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
 		}
 		if (rc == 0 && r->series.n)
-			mt_series_add(&r->series, event_ts(s, s->events[i]), live,
-			              mt_backend_reserved_now(r->b));
+			rp_series_add(&r->series, event_ts(s, s->events[i]), live,
+			              rp_backend_reserved_now(r->b));
 		if (r->opt->observe && (rc = observe(r, i + 1, live)) != 0)
 			return rc < 0 ? rc : 0;
 	}
@@ -256,10 +256,10 @@ static int setup(struct run *r)
 	    !(r->lat = malloc((s->nevents ? s->nevents : 1) * sizeof(*r->lat))))
 		return -ENOMEM;
 	if (s->nevents &&
-	    (rc = mt_series_init(&r->series, opt->series_points, event_ts(s, s->events[0]),
+	    (rc = rp_series_init(&r->series, opt->series_points, event_ts(s, s->events[0]),
 	                         event_ts(s, s->events[s->nevents - 1]))) < 0)
 		return rc;
-	if ((r->p->ops->flags & MT_POLICY_OFFLINE) && (rc = mt_request_stream_plan(s, r->p)) < 0)
+	if ((r->p->ops->flags & MT_POLICY_OFFLINE) && (rc = rp_request_stream_plan(s, r->p)) < 0)
 		return fail(r, rc, 0, "planning failed");
 	return 0;
 }
@@ -294,11 +294,11 @@ int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_opti
 	res->fragmentation =
 	        res->peak_reserved ? 1.0 - (double)served / (double)res->peak_reserved : 0.0;
 	if (r.lat) {
-		res->latency_p50_ns = mt_quantile(r.lat, r.nlat, 0.50);
-		res->latency_p99_ns = mt_quantile(r.lat, r.nlat, 0.99);
+		res->latency_p50_ns = rp_quantile(r.lat, r.nlat, 0.50);
+		res->latency_p99_ns = rp_quantile(r.lat, r.nlat, 0.99);
 	}
-	res->series = mt_series_finish(&r.series, &res->series_len);
-	mt_series_release(&r.series);
+	res->series = rp_series_finish(&r.series, &res->series_len);
+	rp_series_release(&r.series);
 	free(r.lat);
 	free(r.req);
 	free(r.iteration_calls);

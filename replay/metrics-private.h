@@ -11,15 +11,15 @@
 
 /* Time [t0, t1] cut into n equal buckets; each keeps the first timestamp
  * that fell into it and the maxima of allocated and reserved seen in it. */
-struct mt_series {
+struct rp_series {
 	struct mt_series_point *points; /* n buckets; ts == UINT64_MAX: empty */
 	size_t n;
 	uint64_t t0;
 	uint64_t span; /* t1 - t0 + 1 */
 };
 
-int mt_series_init(struct mt_series *s, size_t n, uint64_t t0, uint64_t t1);
-static inline void mt_series_add(struct mt_series *s, uint64_t ts, uint64_t allocated,
+int rp_series_init(struct rp_series *s, size_t n, uint64_t t0, uint64_t t1);
+static inline void rp_series_add(struct rp_series *s, uint64_t ts, uint64_t allocated,
                                  uint64_t reserved)
 {
 	size_t i = (size_t)((unsigned __int128)(ts - s->t0) * s->n / s->span);
@@ -32,10 +32,10 @@ static inline void mt_series_add(struct mt_series *s, uint64_t ts, uint64_t allo
 		p->reserved = reserved;
 }
 /* Drops empty buckets; hands the points over (*len of them, malloc'd). */
-struct mt_series_point *mt_series_finish(struct mt_series *s, size_t *len);
-void mt_series_release(struct mt_series *s);
+struct mt_series_point *rp_series_finish(struct rp_series *s, size_t *len);
+void rp_series_release(struct rp_series *s);
 
 /* The q-quantile (0..1, nearest rank) of v[0..n); reorders v. 0 if n == 0. */
-uint64_t mt_quantile(uint32_t *v, size_t n, double q);
+uint64_t rp_quantile(uint32_t *v, size_t n, double q);
 
 #endif /* MEMTRACE_METRICS_PRIVATE_H */

@@ -7,7 +7,7 @@
 
 #include "metrics-private.h"
 
-int mt_series_init(struct mt_series *s, size_t n, uint64_t t0, uint64_t t1)
+int rp_series_init(struct rp_series *s, size_t n, uint64_t t0, uint64_t t1)
 {
 	s->n = n;
 	s->t0 = t0;
@@ -23,7 +23,7 @@ int mt_series_init(struct mt_series *s, size_t n, uint64_t t0, uint64_t t1)
 	return 0;
 }
 
-struct mt_series_point *mt_series_finish(struct mt_series *s, size_t *len)
+struct mt_series_point *rp_series_finish(struct rp_series *s, size_t *len)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++)
@@ -39,7 +39,7 @@ struct mt_series_point *mt_series_finish(struct mt_series *s, size_t *len)
 	return p;
 }
 
-void mt_series_release(struct mt_series *s)
+void rp_series_release(struct rp_series *s)
 {
 	free(s->points);
 	s->points = NULL;
@@ -51,7 +51,7 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-uint64_t mt_quantile(uint32_t *v, size_t n, double q)
+uint64_t rp_quantile(uint32_t *v, size_t n, double q)
 {
 	if (!n)
 		return 0;

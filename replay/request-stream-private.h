@@ -6,8 +6,8 @@
 
 #include "memtrace-replay.h"
 
-#define MT_EVENT_IS_FREE(code) ((code)&1u)
-#define MT_EVENT_REQUEST(code) ((code) >> 1)
+#define RP_EVENT_IS_FREE(code) ((code)&1u)
+#define RP_EVENT_REQUEST(code) ((code) >> 1)
 
 struct mt_request_stream {
 	uint32_t device;
@@ -28,6 +28,6 @@ struct mt_request_stream {
 
 /* Hands an offline policy every lifetime of the stream as positions in
  * replay order (its plan()); returns what plan returns, or -ENOMEM. */
-int mt_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *p);
+int rp_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *p);
 
 #endif /* MEMTRACE_REQUEST_STREAM_PRIVATE_H */

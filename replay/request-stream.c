@@ -24,8 +24,8 @@ struct builder {
 	struct mt_request_stream *s;
 	unsigned layer;
 	size_t req_cap, ev_cap, stream_cap;
-	struct mt_addrmap live;    /* (address, process) key -> request index + 1 */
-	struct mt_addrmap streams; /* stream id + 1 -> index */
+	struct rp_addrmap live;    /* (address, process) key -> request index + 1 */
+	struct rp_addrmap streams; /* stream id + 1 -> index */
 	struct pending *heap;
 	size_t heap_len, heap_cap;
 	uint64_t seq;
@@ -120,12 +120,12 @@ static int stream_index(struct builder *bd, uint64_t stream, uint32_t *index)
 {
 	struct mt_request_stream *s = bd->s;
 	uint64_t v;
-	if (mt_addrmap_get(&bd->streams, stream + 1, &v)) {
+	if (rp_addrmap_get(&bd->streams, stream + 1, &v)) {
 		*index = (uint32_t)v;
 		return 0;
 	}
 	if (grow((void **)&s->streams, &bd->stream_cap, s->nstreams + 1, sizeof(uint64_t)) < 0 ||
-	    mt_addrmap_put(&bd->streams, stream + 1, s->nstreams) < 0)
+	    rp_addrmap_put(&bd->streams, stream + 1, s->nstreams) < 0)
 		return -ENOMEM;
 	s->streams[s->nstreams] = stream;
 	*index = (uint32_t)s->nstreams++;
@@ -169,7 +169,7 @@ static int add_alloc(struct builder *bd, const struct mt_event *ev, uint64_t key
 	struct mt_request_stream *s = bd->s;
 	uint64_t prev;
 	int rc;
-	if (mt_addrmap_remove(&bd->live, key, &prev) &&
+	if (rp_addrmap_remove(&bd->live, key, &prev) &&
 	    (rc = emit(bd, (uint32_t)(prev - 1), true, ev->ts)) < 0)
 		return rc;
 	if (s->requests >= (1u << 31))
@@ -183,7 +183,7 @@ static int add_alloc(struct builder *bd, const struct mt_event *ev, uint64_t key
 	s->alloc_ts[n] = ev->ts;
 	s->free_ts[n] = UINT64_MAX;
 	s->requests++;
-	if (mt_addrmap_put(&bd->live, key, n + 1) < 0)
+	if (rp_addrmap_put(&bd->live, key, n + 1) < 0)
 		return -ENOMEM;
 	return emit(bd, (uint32_t)n, false, ev->ts);
 }
@@ -203,7 +203,7 @@ static int builder_add(struct builder *bd, const struct mt_event *ev)
 	if (ev->kind == MT_EVENT_ALLOC)
 		return add_alloc(bd, ev, key);
 	uint64_t r;
-	if (!mt_addrmap_remove(&bd->live, key, &r))
+	if (!rp_addrmap_remove(&bd->live, key, &r))
 		return 0; /* freed, never seen allocated: before tracing began */
 	return free_request(bd, (uint32_t)(r - 1), ev->ts, ev->alloc.reuse_delay);
 }
@@ -220,8 +220,8 @@ static int builder_init(struct builder *bd, unsigned layer)
 static int builder_finish(struct builder *bd, struct mt_request_stream **out)
 {
 	int rc = flush_pending(bd, UINT64_MAX);
-	mt_addrmap_release(&bd->live);
-	mt_addrmap_release(&bd->streams);
+	rp_addrmap_release(&bd->live);
+	rp_addrmap_release(&bd->streams);
 	free(bd->heap);
 	if (rc < 0) {
 		mt_request_stream_free(bd->s);

@@ -102,7 +102,7 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 
 	memset(t, 0, sizeof(*t));
 	t->r = r;
-	rc = mt_analysis_load(&d, r, device, err, errlen);
+	rc = mt_analysis_load(&d, r, device, what & VW_LOAD_LIBRARY_RANGES, err, errlen);
 	if (rc < 0)
 		return rc;
 	t->device = d.device;
@@ -155,6 +155,21 @@ uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_by
 	if (mt_peak_moment(l, n, peak_bytes, &at) < 0)
 		*peak_bytes = 0;
 	return at;
+}
+
+int vw_anatomy_at(const struct vw_trace *t, uint64_t at, struct mt_anatomy *a, char *err,
+                  size_t errlen)
+{
+	struct mt_sample *s = NULL;
+	size_t ns = 0;
+	int rc = mt_samples_load(t->r, t->device, &s, &ns);
+
+	if (rc < 0)
+		return reader_fail(t->r, rc, err, errlen);
+	rc = mt_anatomy_compute(a, t->req, t->nreq, t->layer, t->seg, t->nseg, s, ns, at, err,
+	                        errlen);
+	free(s);
+	return rc;
 }
 
 void vw_trace_subtitle(const struct vw_trace *t, const char *trace_name, char *buf, size_t len)

@@ -86,7 +86,7 @@ static int gather_lines(struct timeline *tl, const struct mt_render_options *o, 
 		if (rc < 0)
 			return rc;
 		for (i = 0; i < n; i++) {
-			l = add_line(tl, VW_SWATCH_LINE, vw_series_color(i));
+			l = add_line(tl, VW_SWATCH_LINE, vw_policy_color(runs[i].name));
 			if (!l) {
 				vw_policy_runs_free(runs, n);
 				return vw_fail(err, errlen, -ENOMEM,
@@ -363,7 +363,7 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	tl.c = c;
 	rc = vw_trace_load(&tl.t, r, o->device,
 	                   VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES | VW_LOAD_KERNELS |
-	                           VW_LOAD_FAILS,
+	                           VW_LOAD_FAILS | (o->all_ranges ? VW_LOAD_LIBRARY_RANGES : 0),
 	                   err, errlen);
 	if (rc < 0)
 		return rc;
@@ -380,6 +380,6 @@ const struct vw_view vw_view_timeline = {
 	          .summary = "live allocations over time, reserved and device memory,\n"
 	                     "kernels, NVTX phases, peak and failed allocations",
 	          .formats = VW_CAIRO_FORMATS,
-	          .uses = MT_VIEW_USES_WINDOW | MT_VIEW_USES_POLICIES },
+	          .uses = MT_VIEW_USES_WINDOW | MT_VIEW_USES_POLICIES | MT_VIEW_USES_PHASES },
 	.draw = draw_view,
 };

@@ -66,10 +66,14 @@ def _torch_version(spec):
     return None
 
 
+# The bridge's sources, beside torch-bridge.cpp (MEMTRACE_TORCH_BRIDGE); the
+# header is not compiled but is part of what the cached build is keyed by.
+_BRIDGE_FILES = ("torch-bridge.cpp", "site-table.c", "site-table-private.h")
+
 _BUILD = r"""
 import sys
 import torch.utils.cpp_extension as ce
-ce.load(name="memtrace_torch_bridge", sources=[sys.argv[1]], build_directory=sys.argv[2],
+ce.load(name="memtrace_torch_bridge", sources=sys.argv[2:], build_directory=sys.argv[1],
         with_cuda=True, is_python_module=False, extra_cflags=["-O2"], verbose=False)
 """
 
@@ -78,12 +82,16 @@ def _bridge_for(spec):
     """Path of the bridge library for this PyTorch, building it if needed."""
     src = os.environ.get("MEMTRACE_TORCH_BRIDGE", "")
     version = _torch_version(spec)
-    if not src or not os.path.isfile(src):
+    files = [os.path.join(os.path.dirname(src), f) for f in _BRIDGE_FILES]
+    if not src or not all(os.path.isfile(f) for f in files):
         return None, "torch-bridge.cpp not found"
     if not version:
         return None, "cannot tell the PyTorch version"
-    with open(src, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    digest = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            digest.update(fh.read())
+    digest = digest.hexdigest()[:12]
     cache = os.environ.get("MEMTRACE_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "memtrace")
     # the bridge reads CPython's frames: one build per PyTorch and Python version
@@ -98,7 +106,8 @@ def _bridge_for(spec):
     except OSError as e:
         return None, "cannot create %s (%s)" % (out, e.strerror)
     _say("building the PyTorch bridge for torch %s (once, cached in %s)" % (version, out))
-    r = subprocess.run([sys.executable, "-c", _BUILD, src, out], env=_clean_env(),
+    sources = [f for f in files if f.endswith((".cpp", ".c"))]
+    r = subprocess.run([sys.executable, "-c", _BUILD, out] + sources, env=_clean_env(),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0 or not os.path.isfile(so):
         last = [l for l in r.stdout.splitlines() if l.strip()][-1:] or ["unknown error"]

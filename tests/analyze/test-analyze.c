@@ -10,7 +10,9 @@
  *                    R4  4 @B    [57, 85)
  *                    R5 20 @B+4  [72, 74)
  *   ranges  thread 1: forward [10, 50) d0, inner [20, 30) d1, backward [50, 100) d0
- *           thread 2: op [55, 60), op [70, 80)   thread 3: op [56, 58)
+ *           thread 2: op [55, 60), op [70, 80), and inside the latter the
+ *           library's own cub::DeviceRadixSort [71, 73) d1 (domain CCCL)
+ *           around thrust::sort [71.5, 72.5) d2   thread 3: op [56, 58)
  *   samples t=2: 90 used (process unknown); t=70: 500 used, 450 process;
  *           t=80: 600 used
  *   alloc_failed t=73: 1 GiB requested, 300 MiB free.
@@ -76,16 +78,23 @@ static void mem(struct fixture *f, unsigned kind, double ms, uint64_t address, u
 	append(f, &ev);
 }
 
-static void range(struct fixture *f, const char *name, double start, double end, uint32_t thread,
-                  uint32_t depth)
+static void range_in(struct fixture *f, const char *name, const char *domain, double start,
+                     double end, uint32_t thread, uint32_t depth)
 {
 	struct mt_event ev = { .ts = T0 + (uint64_t)(start * MS), .kind = MT_EVENT_RANGE };
 
 	ev.range.end = end < 0 ? MT_TIME_UNKNOWN : T0 + (uint64_t)(end * MS);
 	ev.range.name = intern(f, name);
+	ev.range.domain = domain ? intern(f, domain) : 0;
 	ev.range.thread = thread;
 	ev.range.depth = depth;
 	append(f, &ev);
+}
+
+static void range(struct fixture *f, const char *name, double start, double end, uint32_t thread,
+                  uint32_t depth)
+{
+	range_in(f, name, NULL, start, end, thread, depth);
 }
 
 static void sample(struct fixture *f, double ms, uint64_t used, uint64_t process)
@@ -154,6 +163,8 @@ static void write_main(const char *path, bool replays)
 	range(&f, "op", 55, 60, 2, 0);
 	range(&f, "op", 56, 58, 3, 0);
 	range(&f, "op", 70, 80, 2, 0);
+	range_in(&f, "cub::DeviceRadixSort", "CCCL", 71, 73, 2, 1);
+	range(&f, "thrust::sort", 71.5, 72.5, 2, 2);
 	sample(&f, 2, 90, 0);
 	sample(&f, 70, 500, 450);
 	sample(&f, 80, 600, 0);
@@ -322,8 +333,9 @@ static void test_main(void)
 		}
 	}
 
-	/* per range */
+	/* per range: the library's two range names are left out */
 	CHECK(rep.nranges == 4);
+	CHECK(rep.data.library_names == 2);
 	s = stats_of(&rep, "backward");
 	CHECK(s && s->instances == 1 && s->allocations == 3 && s->bytes_allocated == 36 * MiB &&
 	      s->peak_live == 54 * MiB && s->peak_at == T0 + 72 * MS);
@@ -348,6 +360,15 @@ static void test_main(void)
 	 * holds R1 R3 R6 = 30 (34 free), S2 holds R4 R5 = 24 (8 free), S3
 	 * nothing */
 	CHECK(a->available && a->sample_ts == T0 + 70 * MS && a->measured_at == T0 + 72 * MS);
+	CHECK(a->same_segments);
+	{
+		char text[256];
+
+		mt_anatomy_reading(a, rep.data.t0, text, sizeof(text));
+		CHECKF(!strcmp(text, "the reading at +69.0 ms, 2.00 ms before, when the allocator "
+		                     "held the same segments"),
+		       "%s", text);
+	}
 	CHECK(a->used_bytes == 500 * MiB && a->cache_known);
 	CHECK(a->part[MT_PART_OTHER_PROCESSES] == (int64_t)(50 * MiB));
 	CHECK(a->part[MT_PART_CONTEXT] == (int64_t)(338 * MiB));
@@ -393,6 +414,7 @@ static void test_main(void)
 	opt.at = 95 * MS - MS;
 	CHECK(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
 	CHECK(a->sample_ts == T0 + 80 * MS && a->measured_at == T0 + 80 * MS);
+	CHECK(!a->same_segments);
 	CHECK(a->part[MT_PART_LIVE] == (int64_t)(34 * MiB));
 	CHECK(a->part[MT_PART_FRAGMENTATION] == (int64_t)(62 * MiB));
 	CHECK(a->part[MT_PART_CACHE] == (int64_t)(16 * MiB));
@@ -404,6 +426,30 @@ static void test_main(void)
 	opt.at = 10 * 1000 * MS;
 	CHECK(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == -ERANGE);
 	CHECK(strstr(err, "after the end") != NULL);
+	mt_report_release(&rep);
+	mt_reader_free(r);
+}
+
+/* With all_ranges the library's ranges count: R5 (20 MiB at 72 ms) was
+ * made inside thrust::sort, innermost; without, inside op (see test_main). */
+static void test_all_ranges(void)
+{
+	struct mt_reader *r = open_reader(main_path);
+	struct mt_report_options opt = { .all_ranges = true };
+	struct mt_report rep;
+	const struct mt_range_stats *s;
+	char err[256];
+	size_t i;
+
+	if (!r)
+		return;
+	CHECK(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECK(rep.nranges == 6 && rep.data.library_names == 0);
+	s = stats_of(&rep, "cub::DeviceRadixSort");
+	CHECK(s && s->instances == 1 && s->allocations == 1 && s->bytes_allocated == 20 * MiB);
+	for (i = 0; i < rep.data.nlive; i++)
+		if (rep.data.live[i].bytes == 20 * MiB)
+			CHECK(!strcmp(name_of(&rep, rep.range_of[i]), "thrust::sort"));
 	mt_report_release(&rep);
 	mt_reader_free(r);
 }
@@ -464,6 +510,31 @@ static void check_asis(const char *path, bool with_sample)
 	mt_reader_free(r);
 }
 
+/* Fragmentation (one definition): free space in segments holding a live
+ * block; empty segments are cache. Segments 100 (30 live in two blocks),
+ * 50 (nothing live), 20 (all live). */
+static void test_fragmentation(void)
+{
+	struct mt_segmap m = { 0 };
+
+	CHECK(mt_segmap_add_segment(&m, 1000, 100) == 0);
+	CHECK(mt_segmap_add_block(&m, 1000, 10, true) == 0);
+	CHECK(mt_segmap_add_block(&m, 1010, 40, false) == 0);
+	CHECK(mt_segmap_add_block(&m, 1050, 20, true) == 0);
+	CHECK(mt_segmap_add_block(&m, 1070, 30, false) == 0);
+	CHECK(mt_segmap_add_segment(&m, 5000, 50) == 0);
+	CHECK(mt_segmap_add_block(&m, 5000, 50, false) == 0);
+	CHECK(mt_segmap_add_segment(&m, 9000, 20) == 0);
+	CHECK(mt_segmap_add_block(&m, 9000, 20, true) == 0);
+	mt_segmap_finish(&m);
+	CHECK(m.reserved == 170 && m.allocated == 50 && m.largest_free == 50);
+	CHECK(mt_segmap_fragmentation(&m) == 70);
+	CHECK(mt_segmap_cache(&m) == 50);
+	CHECK(fabs(mt_fragmentation_share(70, 170) - 70.0 / 170.0) < 1e-12);
+	CHECK(mt_fragmentation_share(0, 0) == 0.0);
+	mt_segmap_release(&m);
+}
+
 static void test_peak_ties(void)
 {
 	/* alloc and free at one moment: the state after the moment counts */
@@ -505,7 +576,9 @@ int main(void)
 	write_asis(nosample_path, false);
 	TEST(test_sites);
 	TEST(test_peak_ties);
+	TEST(test_fragmentation);
 	TEST(test_main);
+	TEST(test_all_ranges);
 	TEST(test_replays);
 	TEST(test_asis);
 	TEST(test_asis_without_samples);

@@ -1,0 +1,28 @@
+/* library-ranges.c — which NVTX ranges a library opened for itself (CUB and
+ * Thrust in CCCL, cuBLAS, cuDNN and their kin) rather than the program:
+ * reports and pictures leave them out of phases unless asked.
+ */
+#include "config.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "analyze-private.h"
+
+bool an_range_is_library(const char *name, const char *domain)
+{
+	static const char *const domains[] = { "CCCL",    "cuBLAS", "cuBLASLt", "cuDNN",
+		                               "cuFFT",   "cuRAND", "cuSOLVER", "cuSPARSE",
+		                               "CUTLASS", "thrust", "cub" };
+	static const char *const prefixes[] = { "cub::",     "thrust::", "cuda::",
+		                                "cutlass::", "cublas",   "cudnn" };
+	size_t i;
+
+	for (i = 0; domain && i < sizeof(domains) / sizeof(domains[0]); i++)
+		if (!strcasecmp(domain, domains[i]))
+			return true;
+	for (i = 0; name && i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncasecmp(name, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
