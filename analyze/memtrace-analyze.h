@@ -356,4 +356,62 @@ int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
 /* Accepts a zeroed report. */
 void mt_report_release(struct mt_report *rep);
 
+/* ---- two runs compared --------------------------------------------------- */
+
+/* Two traces of the same program (before and after a change), each its
+ * first device with allocations, compared: peaks side by side, per NVTX
+ * range name, the call sites whose bytes live at the peak changed most,
+ * what was allocated in only one run, and the OOMs of each. Call sites are
+ * matched by the frame that names them (mt_site_display_index); an
+ * allocation without one is named by its innermost NVTX range. Index 0 of
+ * every pair is run A, 1 run B. */
+
+#define MT_COMPARE_TOP 20
+#define MT_COMPARE_OOMS 5
+
+struct mt_compare_run {
+	uint32_t device;
+	uint64_t peak_live, peak_live_at; /* since the run's start */
+	uint64_t peak_reserved;           /* segments, else driver allocations */
+	uint64_t allocations, bytes_allocated;
+	unsigned layer;
+	uint64_t nooms;
+	struct {
+		uint64_t at, bytes; /* since the run's start; requested */
+	} oom[MT_COMPARE_OOMS];
+};
+
+struct mt_compare_range {
+	char name[128];
+	uint64_t instances[2], allocations[2], bytes_allocated[2], peak_live[2];
+};
+
+struct mt_compare_site {
+	char name[512]; /* the frame, or "in RANGE", or "(no call site or range)" */
+	uint64_t bytes[2], count[2];
+};
+
+struct mt_compare {
+	struct mt_compare_run run[2];
+	struct mt_compare_range *ranges; /* by the larger bytes allocated */
+	size_t nranges;
+	/* bytes live at each run's peak per call site, by |B - A| descending */
+	struct mt_compare_site *at_peak;
+	size_t nat_peak;
+	/* (call site, requested size) pairs allocated in one run only, by
+	 * bytes descending: only[0] in A alone, only[1] in B alone; name holds
+	 * "SIZE B at FRAME" or "SIZE B in RANGE" */
+	struct mt_compare_site *only[2];
+	size_t nonly[2];
+	uint64_t only_count[2], only_bytes[2]; /* allocations and bytes in all */
+};
+
+/* Compares the runs in a and b. 0, or -ENOENT when one holds no
+ * allocations, or what loading returned, with a message. Release with
+ * mt_compare_release. */
+int mt_compare_build(struct mt_compare *c, struct mt_reader *a, struct mt_reader *b, char *err,
+                     size_t errlen);
+/* Accepts a zeroed c. */
+void mt_compare_release(struct mt_compare *c);
+
 #endif /* MEMTRACE_ANALYZE_H */

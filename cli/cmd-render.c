@@ -49,10 +49,16 @@ static void usage(FILE *out)
 	size_t i;
 
 	fprintf(out,
-	        "Usage: memtrace render [TRACE] OUT.png|svg|pdf [OPTIONS]\n"
+	        "Usage: memtrace render [TRACE] OUT.png|svg|pdf|html [OPTIONS]\n"
 	        "\n"
 	        "Draws one view of TRACE (default memtrace.db). The view defaults to OUT's\n"
-	        "name when it names one (%s.png, ...), else %s.\n"
+	        "name when it names one (%s.png, ...), else %s (html for OUT.html).\n"
+	        "\n"
+	        "OUT.html is one self-contained page (no network): zoom with the wheel or\n"
+	        "+ -, pan by dragging or with the arrow keys, hover an allocation for its\n"
+	        "size, call site, NVTX range, stream and lifetime, click to pin its call\n"
+	        "site; the anatomy and segment maps follow the moment under the cursor.\n"
+	        "Its URL keeps the state: view.html#t=835ms&span=20ms&policy=caching.\n"
 	        "\n"
 	        "Options:\n"
 	        "  --view %s\n",
@@ -85,6 +91,9 @@ static void usage(FILE *out)
 	        "  --all-ranges             phases include the NVTX ranges libraries open\n"
 	        "                           for their own work (cub::, thrust::, cuBLAS,\n"
 	        "                           cuDNN), left out by default (%s)\n"
+	        "  --compare B.db           draw TRACE (run A) and B.db (run B), one above\n"
+	        "                           the other, B stretched so that its NVTX phases\n"
+	        "                           line up with A's (see memtrace compare)\n"
 	        "  --list-views             the views' names, one a line\n"
 	        "  -h, --help               this text\n"
 	        "\n"
@@ -172,13 +181,14 @@ int cli_cmd_render(int argc, char **argv)
 		{ "device", required_argument, NULL, 'd' },
 		{ "list-views", no_argument, NULL, 'l' },
 		{ "all-ranges", no_argument, NULL, 'r' },
+		{ "compare", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mt_render_options o = { .width = MT_RENDER_DEFAULT_WIDTH,
 		                       .height = MT_RENDER_DEFAULT_HEIGHT };
-	const char *trace = NULL, *out, *slash;
-	struct mt_reader *r = NULL;
+	const char *trace = NULL, *out, *slash, *compare = NULL;
+	struct mt_reader *r = NULL, *b = NULL;
 	char names[256];
 	unsigned device = 0;
 	bool device_set = false;
@@ -241,6 +251,9 @@ int cli_cmd_render(int argc, char **argv)
 			device = (unsigned)v;
 			device_set = true;
 			break;
+		case 'c':
+			compare = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return CLI_EXIT_OK;
@@ -255,8 +268,9 @@ int cli_cmd_render(int argc, char **argv)
 		out = argv[optind + 1];
 	} else {
 		return cli_usage_error(
-		        CMD, argc - optind ? "too many arguments"
-		                           : "name the picture to write (OUT.png, .svg or .pdf)");
+		        CMD, argc - optind
+		                     ? "too many arguments"
+		                     : "name the picture to write (OUT.png, .svg, .pdf or .html)");
 	}
 	if (o.to && o.to <= o.from)
 		return cli_usage_error(CMD, "--to must be after --from");
@@ -264,9 +278,11 @@ int cli_cmd_render(int argc, char **argv)
 		const char *dot = strrchr(out, '.');
 		slash = strrchr(out, '/');
 		return cli_usage_error(
-		        CMD, "%s: cannot write '%s' pictures (use .png, .svg or .pdf)", out,
+		        CMD, "%s: cannot write '%s' pictures (use .png, .svg, .pdf or .html)", out,
 		        dot && (!slash || dot > slash) ? dot : "extension-less");
 	}
+	if (compare && o.format == MT_IMAGE_HTML)
+		return cli_usage_error(CMD, "--compare draws a picture (.png, .svg or .pdf)");
 	if (!o.view)
 		o.view = view_from_stem(out, o.format);
 	else if (!(mt_view_find(o.view)->formats & 1u << o.format))
@@ -286,10 +302,21 @@ int cli_cmd_render(int argc, char **argv)
 		mt_reader_free(r);
 		return cli_usage_error(CMD, "--device: %s", err);
 	}
+	if (compare) {
+		rc = cli_open_trace(CMD, compare, &b);
+		if (rc != CLI_EXIT_OK) {
+			mt_reader_free(r);
+			return rc;
+		}
+		slash = strrchr(compare, '/');
+		o.compare = b;
+		o.compare_name = slash ? slash + 1 : compare;
+	}
 	slash = strrchr(trace ? trace : CLI_DEFAULT_TRACE, '/');
 	o.trace_name = slash ? slash + 1 : trace ? trace : CLI_DEFAULT_TRACE;
 	rc = mt_render(r, &o, out, err, sizeof(err));
 	mt_reader_free(r);
+	mt_reader_free(b);
 	if (rc < 0) {
 		cli_error(CMD, "%s", err);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;

@@ -278,6 +278,10 @@ static void print_device(const struct mt_report *rep, bool at_set)
 	       d->dev->name && *d->dev->name ? d->dev->name : "unknown GPU",
 	       sz(d->dev->total_bytes, a), capture && *capture ? capture : "unknown",
 	       mt_layer_name(d->layer));
+	if (mt_reader_meta(d->r, "history_from"))
+		printf("partial history from +%s (what was live then is reconstructed)\n",
+		       dur(since(rep, strtoull(mt_reader_meta(d->r, "history_from"), NULL, 10)),
+		           a));
 	if (rep->peak_bytes)
 		printf("\nPeak live %s: %s at +%s (%.1f%% of the device)\n", what,
 		       sz(rep->peak_bytes, a), dur(since(rep, rep->peak_at), b),
@@ -532,6 +536,11 @@ static int report(struct mt_reader *r, const char *path, bool json,
 		devices = json_array();
 		json_object_set_new(top, "trace", json_string(path));
 		json_object_set_new(top, "capture", jstr(mt_reader_meta(r, "capture")));
+		json_object_set_new(
+		        top, "history_from_ns",
+		        mt_reader_meta(r, "history_from")
+		                ? jint(strtoull(mt_reader_meta(r, "history_from"), NULL, 10))
+		                : json_null());
 	}
 	for (i = 0; i < n && rc == 0; i++) {
 		struct mt_report rep;

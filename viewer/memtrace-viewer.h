@@ -38,6 +38,7 @@ enum mt_image_format {
 	MT_IMAGE_PNG = 0,
 	MT_IMAGE_SVG = 1,
 	MT_IMAGE_PDF = 2,
+	MT_IMAGE_HTML = 3, /* an interactive page (the html view) */
 };
 
 #define MT_RENDER_DEFAULT_WIDTH 1600
@@ -89,9 +90,14 @@ struct mt_render_options {
 	uint64_t at;     /* moment for segments and anatomy */
 	uint64_t from;   /* window for timeline and policies */
 	uint64_t to;     /* 0 = the end of the trace */
+	/* A second run: the picture is then both runs' timelines, the second
+	 * stretched to the first's NVTX phases, whatever the view (PNG, SVG or
+	 * PDF); compare_name titles it. */
+	struct mt_reader *compare;
+	const char *compare_name;
 };
 
-/* The image format for a path's extension (.png, .svg, .pdf, any case).
+/* The image format for a path's extension (.png, .svg, .pdf, .html, any case).
  * Returns 0, or -EINVAL for another or no extension. */
 int mt_image_format_from_path(const char *path, enum mt_image_format *format);
 

@@ -23,6 +23,12 @@ static const struct vw_view *const views[] = {
 
 #define NVIEWS (sizeof(views) / sizeof(views[0]))
 
+/* What --compare draws, in place of the view asked for. */
+static const struct vw_view compare_view = {
+	.info = { .name = "compare", .formats = VW_CAIRO_FORMATS },
+	.draw = vw_compare_runs,
+};
+
 size_t mt_view_count(void)
 {
 	return NVIEWS;
@@ -75,6 +81,8 @@ int mt_image_format_from_path(const char *path, enum mt_image_format *format)
 		*format = MT_IMAGE_SVG;
 	else if (!strcasecmp(dot, ".pdf"))
 		*format = MT_IMAGE_PDF;
+	else if (!strcasecmp(dot, ".html"))
+		*format = MT_IMAGE_HTML;
 	else
 		return -EINVAL;
 	return 0;
@@ -106,6 +114,12 @@ int mt_render(struct mt_reader *r, const struct mt_render_options *opt, const ch
 
 	if (err && errlen)
 		err[0] = '\0';
+	if (o.compare) {
+		if (!(VW_CAIRO_FORMATS & 1u << o.format))
+			return vw_fail(err, errlen, -EINVAL,
+			               "--compare draws a picture (.png, .svg or .pdf)");
+		view = &compare_view;
+	}
 	if (!view && o.view)
 		return vw_fail(err, errlen, -EINVAL, "unknown view '%s'", o.view);
 	if (!view)
@@ -124,6 +138,8 @@ int mt_render(struct mt_reader *r, const struct mt_render_options *opt, const ch
 		               MT_RENDER_MAX_SIDE);
 	if (o.to && o.to <= o.from)
 		return vw_fail(err, errlen, -EINVAL, "--to must be after --from");
+	if (view->write)
+		return view->write(r, &o, out_path, err, errlen);
 	rc = vw_canvas_open(&c, o.format, out_path, o.width, o.height, err, errlen);
 	if (rc < 0)
 		return rc;

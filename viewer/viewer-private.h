@@ -354,7 +354,14 @@ struct vw_view {
 	 * checked, sizes set). */
 	int (*draw)(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
 	            char *err, size_t errlen);
+	/* Or writes out_path itself (created or replaced). */
+	int (*write)(struct mt_reader *r, const struct mt_render_options *o, const char *out_path,
+	             char *err, size_t errlen);
 };
+
+/* compare-runs.c: two runs' timelines aligned by phase (o->compare). */
+int vw_compare_runs(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+                    char *err, size_t errlen);
 
 /* The columns of a plot width pixels wide over the options' window
  * (--from/--to) on a loaded trace; -EINVAL if the window is empty. */

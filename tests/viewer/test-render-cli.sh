@@ -67,6 +67,14 @@ check "PNG of 640x400" bash -c "od -An -tx1 -j16 -N8 '$dir/a/small.png' | tr -d 
 
 views=$("$M" render --list-views)
 check "views listed" test -n "$views"
+# whether a view writes an extension (render checks that before reading)
+writes() { ! "$M" render "$dir/missing.db" "$dir/probe.$2" --view "$1" 2>&1 | grep -q "view cannot write"; }
+vector_views=
+for view in $views; do
+    writes "$view" svg && writes "$view" pdf && vector_views="$vector_views $view"
+done
+check "some views draw vector pictures" test -n "$vector_views"
+views=$vector_views
 for view in $views; do
     # two policies keep the sanitizer build quick; the reference test draws
     # saved replays, and timeline/segments draw the recorded allocator
