@@ -157,41 +157,15 @@ char *cli_command_line(int argc, char **argv)
 
 int cli_keep_old(const char *cmd, const char *path)
 {
-	static const char *const suffixes[] = { "-wal", "-shm", "" };
-	struct stat st;
-	char from[PATH_MAX], to[PATH_MAX];
-	size_t i;
+	char kept[PATH_MAX + 16], err[PATH_MAX + 256];
+	int rc = mt_trace_keep_previous(path, kept, sizeof(kept), err, sizeof(err));
 
-	if (lstat(path, &st) < 0) {
-		if (errno == ENOENT)
-			return CLI_EXIT_OK;
-		cli_error(cmd, "%s: %s", path, strerror(errno));
+	if (rc < 0) {
+		cli_error(cmd, "%s", err);
 		return CLI_EXIT_FAILURE;
 	}
-	/* the journal files of an earlier .old would attach themselves to the
-	 * file renamed over it */
-	for (i = 0; i < 2; i++) {
-		snprintf(to, sizeof(to), "%s.old%s", path, suffixes[i]);
-		if (unlink(to) < 0 && errno != ENOENT) {
-			cli_error(cmd, "cannot remove %s: %s", to, strerror(errno));
-			return CLI_EXIT_FAILURE;
-		}
-	}
-	/* journals first: a crash in between leaves the database beside the
-	 * journals it needs under one of the two names */
-	for (i = 0; i < 3; i++) {
-		if ((size_t)snprintf(from, sizeof(from), "%s%s", path, suffixes[i]) >=
-		            sizeof(from) ||
-		    (size_t)snprintf(to, sizeof(to), "%s.old%s", path, suffixes[i]) >= sizeof(to)) {
-			cli_error(cmd, "%s: path too long", path);
-			return CLI_EXIT_FAILURE;
-		}
-		if (rename(from, to) < 0 && (errno != ENOENT || !*suffixes[i])) {
-			cli_error(cmd, "cannot keep %s as %s: %s", from, to, strerror(errno));
-			return CLI_EXIT_FAILURE;
-		}
-	}
-	fprintf(stderr, "memtrace %s: kept the existing %s as %s\n", cmd, path, to);
+	if (rc > 0)
+		fprintf(stderr, "memtrace %s: kept the existing %s as %s\n", cmd, path, kept);
 	return CLI_EXIT_OK;
 }
 

@@ -63,10 +63,11 @@ int cli_bad_option(const char *cmd, int c, char **argv);
  * malloc'd, NULL when out of memory. */
 char *cli_command_line(int argc, char **argv);
 
-/* Before a command writes a new trace at path: an existing file there is
- * kept by renaming it (with its -wal and -shm files) to path.old, replacing
- * an earlier .old, and a note says so on stderr. Returns CLI_EXIT_OK, or
- * prints one error line and returns CLI_EXIT_FAILURE. */
+/* Before a command writes a new trace at path: an existing trace there is
+ * kept (with its -wal and -shm files) as path.N, the first free number, and
+ * a note says so on stderr; anything else there (a folder, a file that is
+ * not a trace) is left alone. Returns CLI_EXIT_OK, or prints one error line
+ * and returns CLI_EXIT_FAILURE. */
 int cli_keep_old(const char *cmd, const char *path);
 
 /* Prints a JSON value (steals the reference) on stdout with indentation and

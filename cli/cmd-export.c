@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli-util.h"
 #include "commands.h"
@@ -28,8 +29,10 @@ static void usage(void)
 	for (size_t i = 0; i < mt_interop_format_count(); i++) {
 		const struct mt_interop_format *f = mt_interop_format_at(i);
 		if (mt_interop_format_exports(f))
-			printf("  %-10s %s (%s)\n", mt_interop_format_name(f),
-			       mt_interop_format_description(f), mt_interop_format_extensions(f));
+			printf("  %-11s%-43s %.*s\n", mt_interop_format_name(f),
+			       mt_interop_format_description(f),
+			       (int)strcspn(mt_interop_format_extensions(f), " "),
+			       mt_interop_format_extensions(f));
 	}
 	fputs("\n"
 	      "Exports stream: they hold what is live at once, not the whole trace.\n"
@@ -89,6 +92,7 @@ int cli_cmd_export(int argc, char **argv)
 	const char *path = NULL, *trace;
 	struct cli_staged staged;
 	uint64_t device = 0;
+	struct stat st;
 	FILE *out;
 	int c, rc;
 
@@ -146,6 +150,20 @@ int cli_cmd_export(int argc, char **argv)
 
 	if (!strcmp(path, "-"))
 		return export(trace, stdout, "stdout", &opt);
+	/* a device or a pipe (/dev/null, /dev/stdout, a FIFO) is written
+	 * as it is: there is nothing to stage or keep */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (!(out = fopen(path, "wb"))) {
+			cli_error(CMD, "%s: %s", path, strerror(errno));
+			return CLI_EXIT_FAILURE;
+		}
+		rc = export(trace, out, path, &opt);
+		if (fclose(out) == EOF && rc == CLI_EXIT_OK) {
+			cli_error(CMD, "%s: %s", path, strerror(errno));
+			rc = CLI_EXIT_FAILURE;
+		}
+		return rc;
+	}
 	if ((rc = cli_staged_begin(CMD, &staged, path)) != CLI_EXIT_OK)
 		return rc;
 	out = fopen(staged.tmp, "wb");

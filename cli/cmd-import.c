@@ -29,15 +29,17 @@ static void usage(void)
 	for (size_t i = 0; i < mt_interop_format_count(); i++) {
 		const struct mt_interop_format *f = mt_interop_format_at(i);
 		if (mt_interop_format_imports(f))
-			printf("  %-10s %s\n", mt_interop_format_name(f),
+			printf("  %-11s%s\n", mt_interop_format_name(f),
 			       mt_interop_format_description(f));
 	}
 	fputs("\n"
-	      "A PyTorch snapshot whose history began after allocations existed, or whose\n"
-	      "ring buffer (max_entries) wrapped, shows frees of blocks it never allocated\n"
-	      "and final blocks it never allocated: those were live at the first entry and\n"
-	      "are written as allocations at its time; info and report then say\n"
-	      "\"partial history from T\".\n"
+	      "A PyTorch snapshot is the pickle torch.cuda.memory._dump_snapshot writes\n"
+	      "(protocols 2 to 5; a pickle that would build Python objects is refused) or\n"
+	      "the same structure as JSON. One whose history began after allocations\n"
+	      "existed, or whose ring buffer (max_entries) wrapped, shows frees of blocks it\n"
+	      "never allocated and final blocks it never allocated: those were live at the\n"
+	      "first entry and are written as allocations at its time; info and report then\n"
+	      "say \"partial history from T\".\n"
 	      "\n"
 	      "Options:\n"
 	      "  -o, --output TRACE  the trace to write (default memtrace.db); an existing\n"

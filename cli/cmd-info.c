@@ -153,6 +153,15 @@ static void print_text(struct info *in)
 	       meta_or(in, "memtrace_version", "unknown"));
 	printf(KEY "%s\n", "command line", meta_or(in, "command_line", "unknown"));
 	printf(KEY "%s\n", "capture", meta_or(in, "capture", "unknown"));
+	if (mt_reader_meta(in->r, "history_from") && in->first_ts != MT_TIME_UNKNOWN)
+		printf(KEY "partial history from +%s (what was live then is reconstructed)\n",
+		       "history",
+		       mt_duration_format(
+		               strtoull(mt_reader_meta(in->r, "history_from"), NULL, 10) -
+		                       in->first_ts,
+		               a, sizeof(a)));
+	if (mt_reader_meta(in->r, "allocator_settings"))
+		printf(KEY "%s\n", "allocator", mt_reader_meta(in->r, "allocator_settings"));
 	for (size_t i = 0; i < ndev; i++) {
 		const struct mt_device *d = mt_reader_device(in->r, i);
 		printf(KEY "%s, %s\n", i ? "" : "devices", *d->name ? d->name : "unnamed",
@@ -234,6 +243,11 @@ static json_t *info_json(struct info *in)
 	                    json_str_or_null(mt_reader_meta(in->r, "command_line")));
 	json_object_set_new(o, "capture", json_str_or_null(mt_reader_meta(in->r, "capture")));
 	json_object_set_new(o, "host", json_str_or_null(mt_reader_meta(in->r, "host")));
+	json_object_set_new(
+	        o, "history_from_ns",
+	        mt_reader_meta(in->r, "history_from")
+	                ? json_u64(strtoull(mt_reader_meta(in->r, "history_from"), NULL, 10))
+	                : json_null());
 	for (size_t i = 0; i < ndev; i++) {
 		const struct mt_device *d = mt_reader_device(in->r, i);
 		json_array_append_new(

@@ -34,11 +34,12 @@ static void usage(FILE *f)
 	      "NVTX range, order), each request's size is fitted in N (constant, affine,\n"
 	      "or quadratic with three inputs or more), and the stream at each target N\n"
 	      "is synthesized in the recorded order and lifetimes and replayed through\n"
-	      "the allocator policies (simulated; no GPU needed). Inputs that took\n"
-	      "different code paths, or whose sizes follow no polynomial in N, are\n"
-	      "refused with the first place they diverge. Record with --stacks python\n"
-	      "(call sites make the alignment sure); give 3 inputs to detect quadratic\n"
-	      "terms. docs/PREDICT.md describes the method.\n"
+	      "the allocator policies (simulated; no GPU needed). A small input whose\n"
+	      "stream runs another code path than the larger ones is left out; inputs\n"
+	      "whose control flow or sizes follow the data rather than N are refused\n"
+	      "with the first place they diverge. Record with --stacks python (call\n"
+	      "sites make the alignment sure); give 3 inputs to detect quadratic terms.\n"
+	      "docs/PREDICT.md describes the method.\n"
 	      "\n"
 	      "  --to N,...         sizes to predict\n"
 	      "  --policy SPEC,...  allocator policies (default: the one the runs used:\n"
@@ -281,7 +282,7 @@ static void print_summary(const struct mt_predictor *p, const struct args *a, ui
 	mt_predictor_summary(p, &s);
 	for (size_t i = 0; i < a->nin; i++)
 		all += mt_predictor_input(p, i)->requests;
-	printf("inputs: %zu traces, %.1f%% of their %llu requests aligned across all of them\n",
+	printf("inputs: %zu traces, %.1f%% of their %llu requests aligned across those used\n",
 	       a->nin, 100.0 * s.aligned_fraction, (unsigned long long)all);
 	printf("  %-36s %8s %10s %10s %11s\n", "trace", "N", "requests", "aligned", "peak live");
 	for (size_t i = 0; i < a->nin; i++) {
@@ -289,16 +290,22 @@ static void print_summary(const struct mt_predictor *p, const struct args *a, ui
 		printf("  %-36s %8llu %10llu %10llu %11s%s\n", in->name,
 		       (unsigned long long)in->size, (unsigned long long)in->requests,
 		       (unsigned long long)in->aligned, mt_size_format(in->peak_live, x, 32),
-		       i == s.reference ? "  (reference: order and lifetimes)" : "");
+		       i == s.reference ? "  (reference: order and lifetimes)"
+		       : in->left_out   ? "  (left out: another code path than the larger inputs)"
+		                        : "");
 	}
-	printf("fit: %llu constant, %llu affine, %llu quadratic, %llu approximate",
+	printf("fit: %llu constant, %llu affine, %llu quadratic",
 	       (unsigned long long)s.fit.constant, (unsigned long long)s.fit.affine,
-	       (unsigned long long)s.fit.quadratic, (unsigned long long)s.fit.approximate);
-	if (s.fit.approximate)
-		printf(" (worst %.1f%% off, %.2f%% of the peak)", 100.0 * s.fit.worst_residual,
-		       100.0 * s.fit.approximate_peak_share);
+	       (unsigned long long)s.fit.quadratic);
 	if (s.fit.partial)
-		printf("; %llu not in every input", (unsigned long long)s.fit.partial);
+		printf("; %llu not in every input used", (unsigned long long)s.fit.partial);
+	if (s.fit.inferred)
+		printf(", %llu of them in the reference alone (fitted as most of their size)",
+		       (unsigned long long)s.fit.inferred);
+	if (s.fit.inconsistent)
+		printf("; %llu broken by an input (%.2f%% of the peak), fitted on the others",
+		       (unsigned long long)s.fit.inconsistent,
+		       100.0 * s.fit.inconsistent_peak_share);
 	printf("\n");
 	if (a->capacity)
 		printf("capacity: %s (--capacity)\n", mt_size_format(capacity, x, 32));

@@ -13,6 +13,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-analyze.h"
 #include "memtrace-replay.h"
 #include "memtrace-viewer.h"
 
@@ -31,20 +32,20 @@ static const char *views_using(unsigned uses, char *buf, size_t len)
 	return buf;
 }
 
-/* The views' names, "a|b|c" into buf. */
-static const char *view_names(char *buf, size_t len)
+/* The views' names joined by sep ("a|b|c") into buf. */
+static const char *view_names(const char *sep, char *buf, size_t len)
 {
 	size_t i, n = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < mt_view_count() && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "|" : "", mt_view_at(i)->name);
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? sep : "", mt_view_at(i)->name);
 	return buf;
 }
 
 static void usage(FILE *out)
 {
-	char names[256], at[256], window[256], policies[256], devices[256];
+	char names[256], at[256], window[256], policies[256], devices[256], phases[256];
 	size_t i;
 
 	fprintf(out,
@@ -61,7 +62,7 @@ static void usage(FILE *out)
 	        "\n"
 	        "Options:\n"
 	        "  --view %s\n",
-	        mt_view_at(0)->name, mt_view_at(0)->name, view_names(names, sizeof(names)));
+	        mt_view_at(0)->name, mt_view_at(0)->name, view_names("|", names, sizeof(names)));
 	for (i = 0; i < mt_view_count(); i++) {
 		const struct mt_view_info *v = mt_view_at(i);
 		const char *line = v->summary;
@@ -84,8 +85,12 @@ static void usage(FILE *out)
 	        "  --at peak|TIME           the moment (%s; default peak)\n"
 	        "  --from TIME, --to TIME   time window (%s)\n"
 	        "  --size WxH               picture size (default %ux%u)\n"
-	        "  --device ID              trace device row id (default: the first with\n"
-	        "                           allocations; %s: every device)\n"
+	        "  --device N               the CUDA device number the program saw, as report\n"
+	        "                           names it (default: the first with allocations;\n"
+	        "                           %s: every device)\n"
+	        "  --all-ranges             phases include the NVTX ranges libraries open\n"
+	        "                           for their own work (cub::, thrust::, cuBLAS,\n"
+	        "                           cuDNN), left out by default (%s)\n"
 	        "  --compare B.db           draw TRACE (run A) and B.db (run B), one above\n"
 	        "                           the other, B stretched so that its NVTX phases\n"
 	        "                           line up with A's (see memtrace compare)\n"
@@ -97,7 +102,8 @@ static void usage(FILE *out)
 	        views_using(MT_VIEW_USES_AT, at, sizeof(at)),
 	        views_using(MT_VIEW_USES_WINDOW, window, sizeof(window)), MT_RENDER_DEFAULT_WIDTH,
 	        MT_RENDER_DEFAULT_HEIGHT,
-	        views_using(MT_VIEW_USES_ALL_DEVICES, devices, sizeof(devices)));
+	        views_using(MT_VIEW_USES_ALL_DEVICES, devices, sizeof(devices)),
+	        views_using(MT_VIEW_USES_PHASES, phases, sizeof(phases)));
 }
 
 static int parse_size(const char *text, unsigned *w, unsigned *h)
@@ -174,6 +180,7 @@ int cli_cmd_render(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "list-views", no_argument, NULL, 'l' },
+		{ "all-ranges", no_argument, NULL, 'r' },
 		{ "compare", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -183,6 +190,8 @@ int cli_cmd_render(int argc, char **argv)
 	const char *trace = NULL, *out, *slash, *compare = NULL;
 	struct mt_reader *r = NULL, *b = NULL;
 	char names[256];
+	unsigned device = 0;
+	bool device_set = false;
 	char err[512];
 	uint64_t v;
 	int c, rc;
@@ -193,7 +202,8 @@ int cli_cmd_render(int argc, char **argv)
 		case 'v':
 			if (!mt_view_find(optarg))
 				return cli_usage_error(CMD, "--view: unknown view '%s' (%s)",
-				                       optarg, view_names(names, sizeof(names)));
+				                       optarg,
+				                       view_names(", ", names, sizeof(names)));
 			o.view = optarg;
 			break;
 		case 'l':
@@ -202,6 +212,9 @@ int cli_cmd_render(int argc, char **argv)
 			return fflush(stdout) == EOF ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 		case 'p':
 			o.policies = optarg;
+			break;
+		case 'r':
+			o.all_ranges = true;
 			break;
 		case 'a':
 			if (!strcmp(optarg, "peak")) {
@@ -232,10 +245,11 @@ int cli_cmd_render(int argc, char **argv)
 			rc = cli_parse_u64(CMD, "--device", optarg, &v);
 			if (rc != CLI_EXIT_OK)
 				return rc;
-			if (v == 0 || v > UINT32_MAX)
-				return cli_usage_error(CMD, "--device: '%s' is not a device id",
+			if (v > UINT32_MAX)
+				return cli_usage_error(CMD, "--device: '%s' is not a device",
 				                       optarg);
-			o.device = (uint32_t)v;
+			device = (unsigned)v;
+			device_set = true;
 			break;
 		case 'c':
 			compare = optarg;
@@ -283,6 +297,11 @@ int cli_cmd_render(int argc, char **argv)
 	rc = cli_open_trace(CMD, trace, &r);
 	if (rc != CLI_EXIT_OK)
 		return rc;
+	if (device_set &&
+	    mt_analyze_device_by_ordinal(r, device, &o.device, err, sizeof(err)) < 0) {
+		mt_reader_free(r);
+		return cli_usage_error(CMD, "--device: %s", err);
+	}
 	if (compare) {
 		rc = cli_open_trace(CMD, compare, &b);
 		if (rc != CLI_EXIT_OK) {

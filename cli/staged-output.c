@@ -20,6 +20,12 @@ int cli_staged_begin(const char *cmd, struct cli_staged *s, const char *path)
 	mode_t mask;
 	int fd;
 
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		cli_error(cmd, "%s: not a regular file", path);
+		return CLI_EXIT_FAILURE;
+	}
 	if ((size_t)snprintf(s->path, sizeof(s->path), "%s", path) >= sizeof(s->path)) {
 		cli_error(cmd, "%s: path too long", path);
 		return CLI_EXIT_FAILURE;

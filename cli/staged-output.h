@@ -14,8 +14,9 @@ struct cli_staged {
 };
 
 /* Creates an empty file under a fresh temporary name in path's folder
- * (permissions as the umask allows). Prints one error line and returns
- * CLI_EXIT_FAILURE, or CLI_EXIT_OK. */
+ * (permissions as the umask allows). Refuses a path that exists and is not
+ * a regular file (a device, a pipe, a symbolic link). Prints one error line
+ * and returns CLI_EXIT_FAILURE, or CLI_EXIT_OK. */
 int cli_staged_begin(const char *cmd, struct cli_staged *s, const char *path);
 
 /* Keeps an existing file at the final name as NAME.old, then renames the

@@ -14,6 +14,7 @@
  */
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,9 +132,13 @@ static int load_meta(struct mt_reader *r)
 static int load_processes(struct mt_reader *r)
 {
 	sqlite3_stmt *st;
+	/* a trace written before the capture column says nothing: '' */
 	int rc = sqlite3_prepare_v2(r->db,
-	                            "SELECT id, parent, pid, start_ns, command_line, hostname"
-	                            " FROM processes ORDER BY id",
+	                            fmt_schema_has_column(r->db, "processes", "capture")
+	                                    ? "SELECT id, parent, pid, start_ns, command_line,"
+	                                      " hostname, capture FROM processes ORDER BY id"
+	                                    : "SELECT id, parent, pid, start_ns, command_line,"
+	                                      " hostname, '' FROM processes ORDER BY id",
 	                            -1, &st, NULL);
 	while (fmt_step_row(st, &rc)) {
 		struct mt_process *p = realloc(r->processes, (r->n_processes + 1) * sizeof(*p));
@@ -150,8 +155,9 @@ static int load_processes(struct mt_reader *r)
 			.start_ns = fmt_u64_from_sql(st, 3),
 			.command_line = dup_column(st, 4),
 			.hostname = dup_column(st, 5),
+			.capture = dup_column(st, 6),
 		};
-		if (!p->command_line || !p->hostname)
+		if (!p->command_line || !p->hostname || !p->capture)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
@@ -161,9 +167,15 @@ static int load_processes(struct mt_reader *r)
 static int load_devices(struct mt_reader *r)
 {
 	sqlite3_stmt *st;
+	/* a trace written before the pci_bus_id column: '' */
 	int rc = sqlite3_prepare_v2(r->db,
-	                            "SELECT id, ordinal, total_bytes, name, uuid, driver_version,"
-	                            " cuda_version FROM devices ORDER BY id",
+	                            fmt_schema_has_column(r->db, "devices", "pci_bus_id")
+	                                    ? "SELECT id, ordinal, total_bytes, name, uuid,"
+	                                      " driver_version, cuda_version, pci_bus_id"
+	                                      " FROM devices ORDER BY id"
+	                                    : "SELECT id, ordinal, total_bytes, name, uuid,"
+	                                      " driver_version, cuda_version, ''"
+	                                      " FROM devices ORDER BY id",
 	                            -1, &st, NULL);
 	while (fmt_step_row(st, &rc)) {
 		struct mt_device *d = realloc(r->devices, (r->n_devices + 1) * sizeof(*d));
@@ -181,8 +193,10 @@ static int load_devices(struct mt_reader *r)
 			.uuid = dup_column(st, 4),
 			.driver_version = dup_column(st, 5),
 			.cuda_version = dup_column(st, 6),
+			.pci_bus_id = dup_column(st, 7),
 		};
-		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version)
+		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version ||
+		    !d->pci_bus_id)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
@@ -199,6 +213,7 @@ static void free_tables(struct mt_reader *r)
 	for (size_t i = 0; i < r->n_processes; i++) {
 		free((char *)r->processes[i].command_line);
 		free((char *)r->processes[i].hostname);
+		free((char *)r->processes[i].capture);
 	}
 	free(r->processes);
 	r->processes = NULL;
@@ -208,6 +223,7 @@ static void free_tables(struct mt_reader *r)
 		free((char *)r->devices[i].uuid);
 		free((char *)r->devices[i].driver_version);
 		free((char *)r->devices[i].cuda_version);
+		free((char *)r->devices[i].pci_bus_id);
 	}
 	free(r->devices);
 	r->devices = NULL;
@@ -236,6 +252,8 @@ int mt_reader_open(struct mt_reader *r, const char *path)
 		err = load_processes(r);
 	if (err == 0)
 		err = load_devices(r);
+	if (err == 0)
+		err = fmt_index_check(r);
 	if (err < 0) {
 		free_tables(r);
 		sqlite3_finalize(r->blob_stmt);
@@ -313,9 +331,28 @@ const struct mt_device *mt_reader_device(struct mt_reader *r, size_t i)
 
 const struct mt_device *mt_reader_device_by_id(struct mt_reader *r, uint32_t id)
 {
-	for (size_t i = 0; r && i < r->n_devices; i++)
-		if (r->devices[i].id == id)
-			return &r->devices[i];
+	return r ? fmt_find_id(r->devices, r->n_devices, sizeof(*r->devices),
+	                       offsetof(struct mt_device, id), id)
+	         : NULL;
+}
+
+const void *fmt_find_id(const void *base, size_t n, size_t size, size_t offset, uint32_t id)
+{
+	const unsigned char *b = base;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint32_t at;
+
+		memcpy(&at, b + mid * size + offset, sizeof(at));
+		if (at == id)
+			return b + mid * size;
+		if (at < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return NULL;
 }
 
@@ -357,48 +394,96 @@ const char *mt_reader_string(struct mt_reader *r, uint32_t id)
 		return "";
 	if (!r->strings_loaded && load_strings(r) < 0)
 		return NULL;
-	size_t lo = 0, hi = r->n_strings;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r->strings[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
+	const struct string_row *row = fmt_find_id(r->strings, r->n_strings, sizeof(*r->strings),
+	                                           offsetof(struct string_row, id), id);
+	return row ? row->text : NULL;
+}
+
+/* The first and last chunk of a kind: the rows whose times the statistics
+ * report, confirmed by decoding them. */
+struct kind_ends {
+	struct fmt_chunk_row first, last;
+};
+
+static struct fmt_chunk_row chunk_row(sqlite3_stmt *st)
+{
+	return (struct fmt_chunk_row){
+		.id = sqlite3_column_int64(st, 5),
+		.process = (uint32_t)sqlite3_column_int64(st, 6),
+		.device = (uint32_t)sqlite3_column_int64(st, 7),
+		.kind = (unsigned)sqlite3_column_int64(st, 0),
+		.codec = sqlite3_column_int64(st, 8),
+		.first_ts = fmt_u64_from_sql(st, 3),
+		.last_ts = fmt_u64_from_sql(st, 4),
+		.count = fmt_u64_from_sql(st, 1),
+	};
+}
+
+/* Decodes the chunks that hold each kind's first and last times, so that no
+ * time reported rests on a row alone. */
+static int confirm_ends(struct mt_reader *r, const struct mt_kind_stats *stats,
+                        const struct kind_ends *ends)
+{
+	struct mt_event *events = NULL;
+	size_t capacity = 0;
+	int err = 0;
+
+	for (unsigned k = 1; !err && k <= MT_EVENT_KIND_MAX; k++) {
+		if (!stats[k].events)
+			continue;
+		err = fmt_chunk_load(r, &ends[k].first, &events, &capacity);
+		if (!err && ends[k].last.id != ends[k].first.id)
+			err = fmt_chunk_load(r, &ends[k].last, &events, &capacity);
 	}
-	return lo < r->n_strings && r->strings[lo].id == id ? r->strings[lo].text : NULL;
+	free(events);
+	return err;
 }
 
 int mt_reader_kind_stats(struct mt_reader *r, const struct mt_query *q,
                          struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1])
 {
+	struct kind_ends ends[MT_EVENT_KIND_MAX + 1];
+
 	if (!stats || fmt_reader_ready(r) < 0)
 		return -EINVAL;
 	for (unsigned k = 0; k <= MT_EVENT_KIND_MAX; k++)
 		stats[k] = (struct mt_kind_stats){ .first_ts = MT_TIME_UNKNOWN };
 	sqlite3_stmt *st;
-	int rc =
-	        sqlite3_prepare_v2(r->db,
-	                           "SELECT kind, count, length(blob), first_ts, last_ts FROM chunks"
-	                           " WHERE (?1 = 0 OR device = ?1) AND (?2 = 0 OR process = ?2)",
-	                           -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(r->db,
+	                            "SELECT kind, count, length(blob), first_ts, last_ts, id,"
+	                            " process, device, codec FROM chunks"
+	                            " WHERE (?1 = 0 OR device = ?1) AND (?2 = 0 OR process = ?2)",
+	                            -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, q ? q->device : 0);
 		sqlite3_bind_int64(st, 2, q ? q->process : 0);
 	}
 	while (fmt_step_row(st, &rc)) {
-		int64_t kind = sqlite3_column_int64(st, 0);
-		if (kind < 1 || kind > MT_EVENT_KIND_MAX)
-			continue;
-		struct mt_kind_stats *s = &stats[kind];
-		uint64_t first = fmt_u64_from_sql(st, 3), last = fmt_u64_from_sql(st, 4);
-		s->events += fmt_u64_from_sql(st, 1);
+		struct fmt_chunk_row row = chunk_row(st);
+		struct mt_kind_stats *s;
+
+		if (row.kind < 1 || row.kind > MT_EVENT_KIND_MAX) { /* a row added since the open */
+			sqlite3_finalize(st);
+			return fmt_chunk_corrupt(r, row.id, "unknown kind");
+		}
+		s = &stats[row.kind];
+
+		if (!s->events || row.first_ts < s->first_ts) {
+			s->first_ts = row.first_ts;
+			ends[row.kind].first = row;
+		}
+		if (!s->events || row.last_ts > s->last_ts) {
+			s->last_ts = row.last_ts;
+			ends[row.kind].last = row;
+		}
+		s->events += row.count;
 		s->chunks++;
 		s->blob_bytes += fmt_u64_from_sql(st, 2);
-		s->first_ts = first < s->first_ts ? first : s->first_ts;
-		s->last_ts = last > s->last_ts ? last : s->last_ts;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : fmt_reader_sql_fail(r, rc, "cannot read the chunk index");
+	if (rc != SQLITE_DONE)
+		return fmt_reader_sql_fail(r, rc, "cannot read the chunk index");
+	return confirm_ends(r, stats, ends);
 }
 
 /* Decodes a replay's series blob (codec 0: little-endian u64 triples). */

@@ -35,7 +35,7 @@ static int import(struct io_import *im)
 	int rc;
 
 	if (!t)
-		return io_fail(im->err, im->errlen, -ENOMEM, "out of memory");
+		return mt_fail(im->err, im->errlen, -ENOMEM, "out of memory");
 	if (looks_like_json(im->data, im->len))
 		rc = io_json_read(t, im->data, im->len, &root, im->err, im->errlen);
 	else
@@ -48,8 +48,7 @@ static int import(struct io_import *im)
 
 const struct mt_interop_format io_format_snapshot = {
 	.name = "snapshot",
-	.description = "PyTorch memory snapshot (torch.cuda.memory._dump_snapshot: pickle, or "
-	               "the same as JSON); opens in memory_viz",
+	.description = "PyTorch memory snapshot, for memory_viz",
 	.extensions = ".pickle .pkl",
 	.detect = detect,
 	.import = import,

@@ -86,30 +86,30 @@ int mt_import_file(const char *path, struct mt_writer *w, const struct mt_import
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return io_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		return mt_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return io_fail(err, errlen, -EINVAL, "%s: not a regular file", path);
+		return mt_fail(err, errlen, -EINVAL, "%s: not a regular file", path);
 	}
 	if (st.st_size == 0) {
 		close(fd);
-		return io_fail(err, errlen, -EBADMSG, "%s: the file is empty", path);
+		return mt_fail(err, errlen, -EBADMSG, "%s: the file is empty", path);
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED)
-		return io_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		return mt_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	im.data = map;
 	im.len = (size_t)st.st_size;
 	if (!f)
 		f = mt_interop_format_detect(im.data, im.len);
 	if (!f) {
-		rc = io_fail(err, errlen, -EBADMSG,
+		rc = mt_fail(err, errlen, -EBADMSG,
 		             "%s: not a file memtrace imports (a PyTorch memory snapshot, "
 		             "an RMM log or an Nsight Systems SQLite export)",
 		             path);
 	} else if (!f->import) {
-		rc = io_fail(err, errlen, -ENOTSUP, "memtrace exports %s but does not import it",
+		rc = mt_fail(err, errlen, -ENOTSUP, "memtrace exports %s but does not import it",
 		             f->name);
 	} else {
 		im.res->format = f;
@@ -119,11 +119,11 @@ int mt_import_file(const char *path, struct mt_writer *w, const struct mt_import
 		if (rc >= 0)
 			rc = w_set_meta(&ws.sink, "memtrace_version", MT_VERSION);
 		if (rc < 0)
-			rc = io_fail(err, errlen, rc, "%s", ws.sink.err);
+			rc = mt_fail(err, errlen, rc, "%s", ws.sink.err);
 		if (rc >= 0)
 			rc = f->import(&im);
 		if (rc >= 0 && (rc = mt_writer_flush(w)) < 0)
-			rc = io_fail(err, errlen, rc, "%s", mt_writer_message(w));
+			rc = mt_fail(err, errlen, rc, "%s", mt_writer_message(w));
 	}
 	munmap(map, (size_t)st.st_size);
 	return rc < 0 ? rc : 0;

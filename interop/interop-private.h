@@ -1,7 +1,8 @@
 /* interop-private.h — what the interop files share: the format table's
  * entry, the sink importers write into, the plain-data value tree that the
- * pickle and JSON readers build, and small helpers (messages, growing
- * arrays, a live-allocation table, a time-ordered queue of pending ends).
+ * pickle and JSON readers build, and small helpers (growing arrays, output
+ * buffers, a live-allocation table, a time-ordered queue of pending ends).
+ * Messages go through common's mt_fail.
  */
 #ifndef MEMTRACE_INTEROP_PRIVATE_H
 #define MEMTRACE_INTEROP_PRIVATE_H
@@ -10,13 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "memtrace-common.h"
 #include "memtrace-format.h"
 #include "memtrace-interop.h"
-
-/* Formats a message into err (when err and errlen) and returns rc. */
-int io_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
 
 /* Makes room for item n in *p (capacity *cap items of size bytes),
  * doubling; 0 or -ENOMEM. */
@@ -90,6 +89,72 @@ int io_export_iter(struct io_export *x, uint32_t kinds, struct mt_iter **it, uin
 /* The next event of the walk: 1, 0 at the end, or a negative errno with a
  * message; counts events read and reports progress. */
 int io_export_next(struct io_export *x, struct mt_iter *it, struct mt_event *ev);
+/* The first and last event times of the options' device(s), from the chunk
+ * index (0 when the trace is empty). */
+uint64_t io_export_first_ts(struct io_export *x);
+uint64_t io_export_last_ts(struct io_export *x);
+
+/* ---- protocol buffers, written by hand (protobuf.c) ---------------------------- */
+
+/* A message being built; reset n to start another. failed: out of memory
+ * (writes stop). */
+struct io_pb {
+	uint8_t *buf;
+	size_t n, cap;
+	bool failed;
+};
+/* A varint field (uint32/64, int64 >= 0, enum, bool). */
+void io_pb_uint(struct io_pb *pb, unsigned field, uint64_t v);
+/* A length-delimited field (string, bytes). */
+void io_pb_bytes(struct io_pb *pb, unsigned field, const void *data, size_t n);
+void io_pb_string(struct io_pb *pb, unsigned field, const char *s);
+/* Opens a nested message; io_pb_end(pb, what begin returned) closes it. */
+size_t io_pb_begin(struct io_pb *pb, unsigned field);
+void io_pb_end(struct io_pb *pb, size_t start);
+void io_pb_release(struct io_pb *pb);
+
+/* ---- the timeline viewers' model (timeline.c) -------------------------------- */
+
+enum io_track_kind {
+	IO_TRACK_PROCESS,     /* a process: its failed allocations as instants */
+	IO_TRACK_LIVE,        /* counter: bytes live, request layer (else driver) */
+	IO_TRACK_RESERVED,    /* counter: bytes of the driver layer (segments) */
+	IO_TRACK_DEVICE_USED, /* counter: sampled device memory in use */
+	IO_TRACK_REPLAY,      /* counter: a saved replay's reserved bytes */
+	IO_TRACK_RANGES,      /* slices: NVTX ranges of a thread at one depth */
+	IO_TRACK_KERNELS,     /* slices: kernels of a stream */
+};
+
+struct io_track {
+	uint64_t uuid;   /* 1, 2, 3... in the order tracks appear */
+	uint64_t parent; /* the process track's uuid; 0 for processes, replays */
+	enum io_track_kind kind;
+	uint32_t process, device; /* row ids (0 when not of one) */
+	uint64_t sub;             /* thread << 16 | depth, stream, replay index */
+	uint32_t thread;          /* ranges: the OS thread id */
+	int64_t pid;              /* of the process (0 for replays) */
+	bool counter;             /* a counter track, in bytes */
+	char name[192];
+};
+
+/* What a timeline format writes. Each returns 0 or a negative errno. */
+struct io_timeline_ops {
+	/* a track, before its first event */
+	int (*track)(void *arg, const struct io_track *t);
+	int (*counter)(void *arg, const struct io_track *t, uint64_t ts, uint64_t value);
+	/* a slice from ts to end (end known at its start), then its end when
+	 * the walk reaches it */
+	int (*slice)(void *arg, const struct io_track *t, uint64_t ts, uint64_t end,
+	             const char *name, const char *category);
+	int (*slice_end)(void *arg, const struct io_track *t, uint64_t end);
+	/* a failed allocation */
+	int (*instant)(void *arg, const struct io_track *t, uint64_t ts, uint64_t requested,
+	               uint64_t free_bytes);
+};
+
+/* Walks the trace (the options' device, kernels when asked) and calls ops
+ * in time order. 0 or a negative errno with a message. */
+int io_timeline_walk(struct io_export *x, const struct io_timeline_ops *ops, void *arg);
 
 /* One format: a name, what it is, its file extensions (space-separated,
  * with the dot; the first is the one to suggest) and what it can do.
@@ -103,6 +168,111 @@ struct mt_interop_format {
 	int (*import)(struct io_import *im);
 	int (*export)(struct io_export *x);
 };
+
+/* ---- fast buffered text output ----------------------------------------------- */
+
+/* Text written through a large buffer, numbers formatted by hand: the
+ * streaming exports spend their time here. Errors show in ferror(f). */
+struct io_out {
+	FILE *f;
+	size_t n;
+	char buf[1 << 16];
+};
+
+/* A buffer writing to f (free it with free after io_out_flush); NULL when
+ * out of memory. */
+struct io_out *io_out_new(FILE *f);
+
+static inline void io_out_flush(struct io_out *o)
+{
+	if (o->n)
+		fwrite(o->buf, 1, o->n, o->f);
+	o->n = 0;
+}
+
+static inline void io_out_bytes(struct io_out *o, const void *p, size_t n)
+{
+	if (o->n + n > sizeof(o->buf)) {
+		io_out_flush(o);
+		if (n > sizeof(o->buf)) {
+			fwrite(p, 1, n, o->f);
+			return;
+		}
+	}
+	memcpy(o->buf + o->n, p, n);
+	o->n += n;
+}
+
+static inline void io_out_str(struct io_out *o, const char *s)
+{
+	io_out_bytes(o, s, strlen(s));
+}
+
+static inline void io_out_char(struct io_out *o, char c)
+{
+	if (o->n == sizeof(o->buf))
+		io_out_flush(o);
+	o->buf[o->n++] = c;
+}
+
+/* Room for n more bytes at the returned pointer (n <= the buffer's size);
+ * io_out_commit then says where writing ended. */
+static inline char *io_out_reserve(struct io_out *o, size_t n)
+{
+	if (o->n + n > sizeof(o->buf))
+		io_out_flush(o);
+	return o->buf + o->n;
+}
+
+static inline void io_out_commit(struct io_out *o, char *end)
+{
+	o->n = (size_t)(end - o->buf);
+}
+
+/* Writes v in decimal at p (at most 20 bytes); returns the end. */
+static inline char *io_put_u64(char *p, uint64_t v)
+{
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+	                            "25262728293031323334353637383940414243444546474849"
+	                            "50515253545556575859606162636465666768697071727374"
+	                            "75767778798081828384858687888990919293949596979899";
+	char tmp[20];
+	int i = 20;
+
+	while (v >= 100) {
+		unsigned r = (unsigned)(v % 100);
+		v /= 100;
+		i -= 2;
+		memcpy(tmp + i, pairs + 2 * r, 2);
+	}
+	if (v >= 10) {
+		i -= 2;
+		memcpy(tmp + i, pairs + 2 * v, 2);
+	} else {
+		tmp[--i] = (char)('0' + v);
+	}
+	memcpy(p, tmp + i, (size_t)(20 - i));
+	return p + 20 - i;
+}
+
+static inline void io_out_u64(struct io_out *o, uint64_t v)
+{
+	io_out_commit(o, io_put_u64(io_out_reserve(o, 20), v));
+}
+
+static inline void io_out_hex(struct io_out *o, uint64_t v)
+{
+	char d[18];
+	int i = 18;
+
+	do {
+		d[--i] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	d[--i] = 'x';
+	d[--i] = '0';
+	io_out_bytes(o, d + i, (size_t)(18 - i));
+}
 
 /* ---- plain data: the values a pickle or a JSON document holds ------------- */
 

@@ -82,11 +82,11 @@ int io_json_read(struct io_tree *t, const uint8_t *data, size_t len, struct io_v
 
 	*root = NULL;
 	if (!j)
-		return io_fail(err, errlen, -EBADMSG, "JSON: %s at line %d, column %d", e.text,
+		return mt_fail(err, errlen, -EBADMSG, "JSON: %s at line %d, column %d", e.text,
 		               e.line, e.column);
 	*root = convert(t, j);
 	json_decref(j);
 	if (!*root)
-		return io_fail(err, errlen, -ENOMEM, "JSON: out of memory");
+		return mt_fail(err, errlen, -ENOMEM, "JSON: out of memory");
 	return 0;
 }

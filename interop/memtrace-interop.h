@@ -37,8 +37,8 @@ const struct mt_interop_format *mt_interop_format_at(size_t i);
 /* The format with this name ("snapshot", "rmm", ...), or NULL. */
 const struct mt_interop_format *mt_interop_format_find(const char *name);
 /* The exporting format whose extension ends path (".perfetto-trace",
- * ".csv", ...); NULL when none does. An extension two exporting formats
- * share names neither (NULL). */
+ * ".csv", ...), the longest that matches winning (".minimalloc.csv" over
+ * ".csv"); NULL when none does, or when two formats share it. */
 const struct mt_interop_format *mt_interop_format_for_path(const char *path);
 /* The importing format whose content the first len bytes of a file look
  * like, or NULL. */

@@ -83,12 +83,12 @@ static int bad(struct machine *m, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return io_fail(m->err, m->errlen, -EBADMSG, "pickle at byte %zu: %s", m->op_at, msg);
+	return mt_fail(m->err, m->errlen, -EBADMSG, "pickle at byte %zu: %s", m->op_at, msg);
 }
 
 static int nomem(struct machine *m)
 {
-	return io_fail(m->err, m->errlen, -ENOMEM, "pickle at byte %zu: out of memory", m->op_at);
+	return mt_fail(m->err, m->errlen, -ENOMEM, "pickle at byte %zu: out of memory", m->op_at);
 }
 
 /* The next n bytes, or NULL (truncated). */
@@ -465,7 +465,7 @@ int io_pickle_read(struct io_tree *t, const uint8_t *data, size_t len, struct io
 
 	*root = NULL;
 	if (len < 2 || data[0] != OP_PROTO)
-		return io_fail(
+		return mt_fail(
 		        err, errlen, -EBADMSG,
 		        "pickle at byte 0: not a pickle of protocol 2 to 5 (no PROTO opcode)");
 	while (rc == 0) {

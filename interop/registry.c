@@ -37,33 +37,40 @@ const struct mt_interop_format *mt_interop_format_find(const char *name)
 	return NULL;
 }
 
-/* Whether path ends with one of the space-separated extensions. */
-static bool has_extension(const char *path, const char *extensions)
+/* The length of the longest of the space-separated extensions that ends
+ * path, 0 if none does. */
+static size_t extension_match(const char *path, const char *extensions)
 {
-	size_t plen = strlen(path);
+	size_t plen = strlen(path), best = 0;
 
 	for (const char *e = extensions; *e;) {
 		size_t n = strcspn(e, " ");
-		if (n && n < plen && !strncmp(path + plen - n, e, n))
-			return true;
+		if (n && n < plen && !strncmp(path + plen - n, e, n) && n > best)
+			best = n;
 		e += n;
 		e += strspn(e, " ");
 	}
-	return false;
+	return best;
 }
 
 const struct mt_interop_format *mt_interop_format_for_path(const char *path)
 {
 	const struct mt_interop_format *found = NULL;
+	size_t best = 0;
+	bool tie = false;
 
 	for (size_t i = 0; path && i < NFORMATS; i++) {
-		if (!formats[i]->export || !has_extension(path, formats[i]->extensions))
-			continue;
-		if (found)
-			return NULL; /* two formats share it: the caller names one */
-		found = formats[i];
+		size_t n = formats[i]->export ? extension_match(path, formats[i]->extensions) : 0;
+		if (n && n == best) {
+			tie = true;
+		} else if (n > best) {
+			best = n;
+			found = formats[i];
+			tie = false;
+		}
 	}
-	return found;
+	/* two formats claim the same extension: the caller names one */
+	return tie ? NULL : found;
 }
 
 const struct mt_interop_format *mt_interop_format_detect(const void *data, size_t len)

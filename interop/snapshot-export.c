@@ -358,7 +358,7 @@ static int device_entries(struct sx *s, uint32_t device)
 		rc = flush_pending(s, UINT64_MAX);
 	mt_iter_free(it);
 	if (rc == -ENOMEM)
-		rc = io_fail(s->x->err, s->x->errlen, rc, "out of memory");
+		rc = mt_fail(s->x->err, s->x->errlen, rc, "out of memory");
 	return rc;
 }
 
@@ -567,7 +567,7 @@ static int write_annotations(struct sx *s, const uint32_t *ids, size_t n)
 		    io_pending_push(&ends, (struct io_pending_item){ .ts = ev.range.end,
 		                                                     .a = (uint64_t)index,
 		                                                     .d = ev.range.name }) < 0)
-			rc = io_fail(s->x->err, s->x->errlen, -ENOMEM, "out of memory");
+			rc = mt_fail(s->x->err, s->x->errlen, -ENOMEM, "out of memory");
 	}
 	while (rc >= 0 && io_pending_pop(&ends, UINT64_MAX, &p))
 		annotation(s, p.d, "END", (int64_t)p.a, p.ts);
@@ -685,7 +685,7 @@ int io_snapshot_export(struct io_export *x)
 	s.pk = io_pickler_new(x->out);
 	if (!s.pk || (rc = mt_reader_request_layer(x->r, &s.blocks_layer)) < 0 ||
 	    (rc = plan_devices(&s, &ids, &n)) < 0) {
-		rc = io_fail(x->err, x->errlen, -ENOMEM, "out of memory");
+		rc = mt_fail(x->err, x->errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	{
@@ -719,7 +719,7 @@ int io_snapshot_export(struct io_export *x)
 	io_pk_setitems(s.pk);
 	io_pk_stop(s.pk);
 	if (rc == -ENOMEM)
-		rc = io_fail(x->err, x->errlen, rc, "out of memory");
+		rc = mt_fail(x->err, x->errlen, rc, "out of memory");
 out:
 	for (size_t k = 0; s.finals && k < n; k++) {
 		free(s.finals[k].segs);

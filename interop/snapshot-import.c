@@ -130,12 +130,12 @@ static int fail(struct snap *sn, int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return io_fail(sn->im->err, sn->im->errlen, rc, "snapshot: %s", msg);
+	return mt_fail(sn->im->err, sn->im->errlen, rc, "snapshot: %s", msg);
 }
 
 static int sink_failed(struct snap *sn, int rc)
 {
-	return io_fail(sn->im->err, sn->im->errlen, rc, "%s", sn->s->err);
+	return mt_fail(sn->im->err, sn->im->errlen, rc, "%s", sn->s->err);
 }
 
 /* ---- mapped pieces ---------------------------------------------------------- */
@@ -892,9 +892,11 @@ int io_snapshot_to_events(struct io_import *im, const struct io_value *root)
 
 		if (sn.ordinal < ntraces) {
 			trace = tv[sn.ordinal];
-			if (!trace || trace->type != IO_LIST)
-				return fail(&sn, -EBADMSG, "device_traces[%u] is not a list",
-				            sn.ordinal);
+			if (!trace || trace->type != IO_LIST) {
+				rc = fail(&sn, -EBADMSG, "device_traces[%u] is not a list",
+				          sn.ordinal);
+				break;
+			}
 			io_items(trace, &ne);
 		}
 		for (size_t i = 0; i < nseg && !used; i++)

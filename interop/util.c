@@ -1,24 +1,11 @@
-/* util.c — messages and growing arrays for every interop file. */
+/* util.c — growing arrays and output buffers for every interop file. */
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "interop-private.h"
-
-int io_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 int io_grow(void **p, size_t *cap, size_t n, size_t size)
 {
@@ -36,4 +23,15 @@ int io_grow(void **p, size_t *cap, size_t n, size_t size)
 	*p = q;
 	*cap = c;
 	return 0;
+}
+
+struct io_out *io_out_new(FILE *f)
+{
+	struct io_out *o = malloc(sizeof(*o));
+
+	if (o) {
+		o->f = f;
+		o->n = 0;
+	}
+	return o;
 }

@@ -1,65 +1,97 @@
-/* align.c — the alignment of two request sequences (tokens: call site,
- * memory kind, stream, NVTX range). Runs of equal tokens match in order; at
- * a mismatch the smallest skip on either side after which the next few
- * tokens agree again resynchronises them, the skipped requests staying
- * unmatched (a workspace allocated in one run only). No such skip within
- * max_gap requests means the streams took different paths. Linear in the
- * length when the runs differ by isolated requests. */
+/* align.c — the alignment of two request sequences: the longest common
+ * subsequence under a match predicate (same call site, memory kind, stream
+ * and NVTX range, and sizes that could be one tensor at the two sizes N),
+ * by Myers' O((n + m) d) difference algorithm, which stays exact for any
+ * predicate: following a diagonal of matches is always optimal. Cheap when
+ * the runs differ by a few requests, bounded by max_d otherwise. */
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "predict-private.h"
 
-/* Whether a[i..] and b[j..] agree on the next `window` tokens (or on all
- * that is left, both ending together). */
-static bool agree(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, size_t i, size_t j,
-                  size_t window)
+/* The furthest x reached on diagonal k after d differences: trace[d] holds
+ * the d + 1 diagonals -d, -d + 2, ..., d. */
+static int32_t *row(int32_t *trace, size_t d)
 {
-	size_t k;
-	for (k = 0; k < window && i + k < na && j + k < nb; k++)
-		if (a[i + k] != b[j + k])
-			return false;
-	return k == window || (i + k == na && j + k == nb);
+	return trace + d * (d + 1) / 2;
 }
 
-int pr_align(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, size_t max_gap,
-             size_t window, uint32_t *match_a, uint32_t *match_b, size_t *stop_a, size_t *stop_b)
+static int32_t at(const int32_t *r, long d, long k)
 {
-	size_t i = 0, j = 0;
-	for (size_t k = 0; k < na; k++)
-		match_a[k] = PR_NONE;
-	for (size_t k = 0; k < nb; k++)
-		match_b[k] = PR_NONE;
-	while (i < na || j < nb) {
-		if (i < na && j < nb && a[i] == b[j]) {
-			match_a[i] = (uint32_t)j;
-			match_b[j] = (uint32_t)i;
-			i++;
-			j++;
-			continue;
-		}
-		/* the smallest total skip (di + dj), then the one skipping less of a */
-		bool found = false;
-		for (size_t total = 1; !found && total <= 2 * max_gap; total++) {
-			for (size_t di = total > max_gap ? total - max_gap : 0;
-			     di <= total && di <= max_gap; di++) {
-				size_t dj = total - di;
-				if (i + di > na || j + dj > nb)
-					continue;
-				if (agree(a, na, b, nb, i + di, j + dj, window)) {
-					i += di;
-					j += dj;
-					found = true;
-					break;
-				}
+	return r[(k + d) / 2];
+}
+
+int pr_align(size_t na, size_t nb, pr_match_fn match, void *ctx, size_t max_d, uint32_t *match_a,
+             uint32_t *match_b)
+{
+	for (size_t i = 0; i < na; i++)
+		match_a[i] = PR_NONE;
+	for (size_t j = 0; j < nb; j++)
+		match_b[j] = PR_NONE;
+	if (na >= INT32_MAX || nb >= INT32_MAX)
+		return -E2BIG;
+	size_t cap = 64;
+	int32_t *trace = malloc(cap * (cap + 1) / 2 * sizeof(int32_t));
+	long N = (long)na, M = (long)nb, D = -1;
+	if (!trace)
+		return -ENOMEM;
+	for (long d = 0; d <= (long)max_d && D < 0; d++) {
+		if ((size_t)d >= cap) {
+			size_t c = cap * 2;
+			int32_t *t = realloc(trace, c * (c + 1) / 2 * sizeof(int32_t));
+			if (!t) {
+				free(trace);
+				return -ENOMEM;
 			}
+			trace = t;
+			cap = c;
 		}
-		if (!found) {
-			*stop_a = i;
-			*stop_b = j;
-			return -EDOM;
+		int32_t *cur = row(trace, (size_t)d), *prev = d ? row(trace, (size_t)d - 1) : NULL;
+		for (long k = -d; k <= d; k += 2) {
+			long x;
+			if (d == 0)
+				x = 0;
+			else if (k == -d ||
+			         (k != d && at(prev, d - 1, k - 1) < at(prev, d - 1, k + 1)))
+				x = at(prev, d - 1, k + 1); /* down: a request of b alone */
+			else
+				x = at(prev, d - 1, k - 1) + 1; /* right: a request of a alone */
+			long y = x - k;
+			while (x < N && y < M && match(ctx, (size_t)x, (size_t)y))
+				x++, y++;
+			cur[(k + d) / 2] = (int32_t)x;
+			if (x >= N && y >= M)
+				D = d;
 		}
 	}
+	if (D < 0) {
+		free(trace);
+		return -EDOM;
+	}
+	/* back from (N, M): each step's snake is a run of matches */
+	long x = N, y = M;
+	for (long d = D; d >= 0; d--) {
+		long k = x - y, px = 0, py = 0, sx = 0, sy = 0;
+		if (d > 0) {
+			const int32_t *prev = row(trace, (size_t)d - 1);
+			bool down = k == -d ||
+			            (k != d && at(prev, d - 1, k - 1) < at(prev, d - 1, k + 1));
+			long pk = down ? k + 1 : k - 1;
+			px = at(prev, d - 1, pk);
+			py = px - pk;
+			sx = down ? px : px + 1;
+			sy = down ? py + 1 : py;
+		}
+		for (; x > sx && y > sy; x--, y--) {
+			match_a[x - 1] = (uint32_t)(y - 1);
+			match_b[y - 1] = (uint32_t)(x - 1);
+		}
+		x = px;
+		y = py;
+	}
+	free(trace);
 	return 0;
 }

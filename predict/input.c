@@ -5,7 +5,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +12,6 @@
 #include "memtrace-common.h"
 #include "memtrace-analyze.h"
 #include "predict-private.h"
-
-int pr_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -286,13 +276,13 @@ int pr_input_load(struct pr_input *pi, const struct mt_predict_input *in, char *
 	pi->reader = in->reader;
 	pi->device = in->device;
 	if (!(pi->name = strdup(in->name ? in->name : "")))
-		return pr_fail(err, errlen, -ENOMEM, "out of memory");
+		return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	if ((rc = mt_reader_request_layer(in->reader, &pi->layer)) < 0)
-		return pr_fail(err, errlen, rc, "%s", mt_reader_message(in->reader));
+		return mt_fail(err, errlen, rc, "%s", mt_reader_message(in->reader));
 	if (!pi->device && (rc = first_device(in->reader, &pi->device, err, errlen)) < 0)
 		return rc;
 	if (!pi->device || !mt_reader_device_by_id(in->reader, pi->device))
-		return pr_fail(err, errlen, -ENOENT, "%s: %s", pi->name,
+		return mt_fail(err, errlen, -ENOENT, "%s: %s", pi->name,
 		               pi->device ? "no such device" : "no allocations");
 	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC) | MT_KIND_BIT(MT_EVENT_FREE),
 		              .device = pi->device };
@@ -311,15 +301,15 @@ out:
 	free(l.hashes.h);
 	free(l.stream_ids);
 	if (rc == -ENOENT)
-		return pr_fail(err, errlen, rc, "%s: no allocations on device %u", pi->name,
+		return mt_fail(err, errlen, rc, "%s: no allocations on device %u", pi->name,
 		               pi->device);
 	if (rc == -EOVERFLOW)
-		return pr_fail(err, errlen, -EBADMSG,
+		return mt_fail(err, errlen, -EBADMSG,
 		               "%s: more events than its chunk index counts (corrupt)", pi->name);
 	if (rc == -ENOMEM || rc == -E2BIG)
-		return pr_fail(err, errlen, rc, "%s: %s", pi->name, strerror(-rc));
+		return mt_fail(err, errlen, rc, "%s: %s", pi->name, strerror(-rc));
 	if (rc < 0)
-		return pr_fail(err, errlen, rc, "%s", mt_reader_message(in->reader));
+		return mt_fail(err, errlen, rc, "%s", mt_reader_message(in->reader));
 	pi->info.name = pi->name;
 	pi->info.size = in->size;
 	pi->info.requests = pi->nreq;

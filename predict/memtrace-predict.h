@@ -46,13 +46,16 @@ struct mt_predict_input {
  * time. */
 struct mt_predictor;
 
-/* Loads, aligns and fits n >= 2 inputs with distinct sizes. Returns 0, or
- * -EDOM when the inputs cannot be predicted from: the streams diverge (a
- * gap of more than a few requests, more than 1% of them unmatched, or an
- * unmatched request holding more than 5% of its input's peak), or sizes
- * that follow no polynomial in N hold more than 2% of the largest input's
- * peak; err then names the first place, with call site, NVTX range and
- * size in each input. *out is set only on success. */
+/* Loads, aligns and fits 2 to 255 inputs with distinct sizes. An input
+ * most of whose sizes fit no function with the larger inputs' is left out
+ * (with the smaller ones), as long as two inputs remain. Returns 0, or -EDOM
+ * when the inputs cannot be predicted from: fewer than two share the
+ * largest input's code path, requests missing from a neighbouring input
+ * hold more than 5% of an input's peak (another path, a data-dependent
+ * branch), or sizes that break their fit hold more than 2% of the largest
+ * input's peak (sizes that follow the data); err then names the first place
+ * they diverge, with call site, NVTX range and size in each input. *out is
+ * set only on success. */
 int mt_predictor_build(struct mt_predictor **out, const struct mt_predict_input *inputs, size_t n,
                        char *err, size_t errlen);
 
@@ -64,18 +67,19 @@ struct mt_predict_input_info {
 	const char *name;
 	uint64_t size;
 	uint64_t requests;  /* allocations in its stream */
-	uint64_t aligned;   /* of them, aligned with a request of every other input */
+	uint64_t aligned;   /* of them, aligned with a request of every input used */
+	bool left_out;      /* its stream runs another code path than the larger inputs' */
 	uint64_t peak_live; /* its recorded peak of requested bytes live (frees counted
 	                       when requested, as the trace format counts them) */
 };
 
 /* How the fit held, over the largest input's requests. */
 struct mt_predict_fit_stats {
-	uint64_t constant, affine, quadratic; /* exact on every input that has the request */
-	uint64_t approximate;                 /* least-squares affine: no polynomial fits exactly */
-	uint64_t partial;                     /* not in every input: fitted on those that have it */
-	double worst_residual;                /* largest relative error of an approximate fit */
-	double approximate_peak_share; /* their bytes live at the largest input's peak / peak */
+	uint64_t constant, affine, quadratic; /* the function each request's size follows */
+	uint64_t partial;      /* not seen in every input used: fitted on those that have it */
+	uint64_t inferred;     /* seen in no other input: the fit of most requests of its size */
+	uint64_t inconsistent; /* a used input's size breaks the fit: fitted on the others */
+	double inconsistent_peak_share; /* their bytes live at the largest input's peak / peak */
 };
 
 struct mt_predict_summary {
@@ -117,10 +121,11 @@ int mt_predict_at(struct mt_predictor *p, uint64_t size, const char *const *poli
                   struct mt_replay_result *results, char *err, size_t errlen);
 
 /* The largest N <= limit whose predicted run has no OOM under `policy` at
- * `capacity` bytes (> 0), by doubling from the largest input and bisecting,
- * each step a synthesized stream and a sim replay. *size = 0 when even
- * N = 1 does not fit, limit when limit still fits. Assumes that a larger N
- * never needs less memory. */
+ * `capacity` bytes (> 0): above the smallest N whose live bytes alone
+ * exceed the capacity nothing fits; below it the allocator's cache may
+ * fail some N and not a larger one, so the N below that bound are replayed
+ * from the top down (64 at most, then a bisection further down). *size = 0
+ * when even N = 1 does not fit, limit when limit still fits. */
 int mt_predict_max_fit(struct mt_predictor *p, const char *policy, uint64_t capacity,
                        uint64_t limit, uint64_t *size, char *err, size_t errlen);
 

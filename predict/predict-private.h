@@ -9,13 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memtrace-common.h"
 #include "memtrace-predict.h"
 
 #define PR_NONE UINT32_MAX
-
-/* Writes a one-line message into err and returns rc. */
-int pr_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
 
 /* ---- pairs.c: (process, address) -> request ------------------------------- */
 
@@ -91,15 +88,29 @@ int pr_scratch(struct mt_predictor *p, size_t n, char *err, size_t errlen);
 
 /* ---- align.c --------------------------------------------------------------- */
 
-/* Aligns sequence b to sequence a: runs of equal tokens are matched in
- * order; at a mismatch the smallest skip (i, j), with i and j at most
- * max_gap, after which the next `window` tokens agree (or both sequences
- * end) is taken, the skipped tokens staying unmatched. match_a[i] is the
- * index in b matched to a[i] (PR_NONE if none), match_b likewise. Returns 0,
- * or -EDOM when no skip resynchronises the sequences: *stop_a and *stop_b
- * are then the positions where they diverge. */
-int pr_align(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, size_t max_gap,
-             size_t window, uint32_t *match_a, uint32_t *match_b, size_t *stop_a, size_t *stop_b);
+/* Whether request i of the first sequence and request j of the second can
+ * be one request of the program. */
+typedef bool (*pr_match_fn)(void *ctx, size_t i, size_t j);
+
+/* Aligns two sequences of na and nb requests: the longest common
+ * subsequence under `match` (Myers' algorithm). match_a[i] is the index in
+ * the second sequence matched to i (PR_NONE if none), match_b likewise.
+ * Returns 0, -EDOM when more than max_d requests differ (the alignment is
+ * not tried further), -E2BIG or -ENOMEM. Memory: about 2 max_d^2 bytes at
+ * worst. */
+int pr_align(size_t na, size_t nb, pr_match_fn match, void *ctx, size_t max_d, uint32_t *match_a,
+             uint32_t *match_b);
+
+/* ---- links.c --------------------------------------------------------------- */
+
+/* Aligns neighbouring inputs a and b (a at the smaller N) into ma and mb
+ * (as pr_align). below (with a_to_below, a's matches there) and above
+ * (with b_to_above) are the inputs next to them already aligned, or NULL:
+ * their sizes predict a's and b's at each other's N. Returns 0, -EDOM when
+ * more than max_d requests differ, or -ENOMEM. */
+int pr_link(const struct pr_input *a, const struct pr_input *b, const struct pr_input *below,
+            const uint32_t *a_to_below, const struct pr_input *above, const uint32_t *b_to_above,
+            size_t max_d, uint32_t *ma, uint32_t *mb);
 
 /* ---- fit.c ------------------------------------------------------------------ */
 
@@ -130,6 +141,12 @@ void pr_least_squares(const uint64_t *x, const uint64_t *y, size_t k, double *in
                       double *slope);
 /* The fitted size at n, rounded; 0 when it falls to 0 or below. */
 uint64_t pr_fit_eval(const struct pr_fit *fit, uint64_t n);
+
+/* ---- capacity.c ------------------------------------------------------------- */
+
+/* Fills the summary's device total, context, outside and default capacity
+ * from the reference's anatomy at its peak. */
+int pr_capacity(struct mt_predictor *p, char *err, size_t errlen);
 
 /* ---- model.c ----------------------------------------------------------------- */
 

@@ -58,32 +58,57 @@ static int fits(struct mt_predictor *p, const char *policy, uint64_t capacity, u
 	return rc;
 }
 
+/* The predicted peak of live bytes at size (no replay: one walk). */
+static uint64_t live_at(struct mt_predictor *p, uint64_t size)
+{
+	const struct pr_input *ref = &p->in[p->ref];
+	uint64_t ts;
+	for (size_t r = 0; r < ref->nreq; r++)
+		p->bytes[r] = pr_fit_eval(&p->fit[r], size);
+	return pr_peak_live(ref, p->bytes, NULL, &ts, NULL);
+}
+
 int mt_predict_max_fit(struct mt_predictor *p, const char *policy, uint64_t capacity,
                        uint64_t limit, uint64_t *size, char *err, size_t errlen)
 {
+	enum { MAX_SCAN = 64 };
 	if (!capacity || !limit)
-		return pr_fail(err, errlen, -EINVAL, "the capacity and the limit must be > 0");
-	/* invariant: lo fits (0: none known), hi fails (0: none known) */
-	uint64_t lo = 0, hi = 0, n = p->in[p->ref].info.size;
-	if (n > limit)
-		n = limit;
-	bool ok;
+		return mt_fail(err, errlen, -EINVAL, "the capacity and the limit must be > 0");
+	/* the live bytes alone grow with N: the smallest N they do not fit in
+	 * bounds every N that fits (hi = limit + 1: none up to the limit) */
+	uint64_t lo = 0, hi = p->in[p->ref].info.size;
+	while (hi <= limit && live_at(p, hi) <= capacity) {
+		lo = hi;
+		hi = hi > limit / 2 ? limit + 1 : hi * 2;
+	}
+	while (hi <= limit && hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (live_at(p, mid) <= capacity)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	/* below it the allocator's cache can fail any N, not only the largest:
+	 * the largest that fits, scanning down, then bisecting further down */
+	bool ok = false;
+	uint64_t n = hi - 1;
 	int rc;
-	while (!hi || hi - lo > 1) {
+	for (unsigned k = 0; n > 0 && k < MAX_SCAN; k++, n--) {
 		if ((rc = fits(p, policy, capacity, n, &ok, err, errlen)) < 0)
 			return rc;
+		if (ok) {
+			*size = n;
+			return 0;
+		}
+	}
+	for (lo = 0, hi = n + 1; hi - lo > 1;) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if ((rc = fits(p, policy, capacity, mid, &ok, err, errlen)) < 0)
+			return rc;
 		if (ok)
-			lo = n;
+			lo = mid;
 		else
-			hi = n;
-		if (lo == limit || hi == 1)
-			break;
-		if (!hi)
-			n = lo > limit / 2 ? limit : lo * 2;
-		else if (!lo)
-			n = hi / 2;
-		else
-			n = lo + (hi - lo) / 2;
+			hi = mid;
 	}
 	*size = lo;
 	return 0;

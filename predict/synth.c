@@ -67,7 +67,7 @@ int pr_scratch(struct mt_predictor *p, size_t n, char *err, size_t errlen)
 		return 0;
 	struct mt_event *ev = realloc(p->scratch, n * sizeof(*ev));
 	if (!ev)
-		return pr_fail(err, errlen, -ENOMEM, "out of memory");
+		return mt_fail(err, errlen, -ENOMEM, "out of memory");
 	p->scratch = ev;
 	p->scratch_len = n;
 	return 0;
@@ -79,7 +79,7 @@ int mt_predict_stream(struct mt_predictor *p, uint64_t size, struct mt_request_s
 	const struct pr_input *ref = &p->in[p->ref];
 	int rc;
 	if (size < 1)
-		return pr_fail(err, errlen, -EINVAL, "the size must be at least 1");
+		return mt_fail(err, errlen, -EINVAL, "the size must be at least 1");
 	if ((rc = pr_scratch(p, ref->nev, err, errlen)) < 0)
 		return rc;
 	for (size_t r = 0; r < ref->nreq; r++)

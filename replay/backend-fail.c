@@ -6,7 +6,7 @@
 #include "backend-private.h"
 #include "memtrace-common.h"
 
-int mt_backend_fail(struct mt_backend *b, int rc, const char *fmt, ...)
+int rp_backend_fail(struct mt_backend *b, int rc, const char *fmt, ...)
 {
 	va_list ap;
 

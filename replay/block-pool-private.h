@@ -55,7 +55,7 @@ struct torch_pool;
  * blocks (expandable); an allocated one is in the allocator's active map. */
 struct torch_block {
 	/* the node and the key fields first: one cache line per tree step */
-	struct mt_rb_node node;
+	struct rp_rb_node node;
 	uint64_t stream;
 	uint64_t size;
 	uint64_t seq; /* its segment's creation number */
@@ -72,8 +72,8 @@ struct torch_block {
 /* A BlockPool: free blocks ordered by (stream, size, address), unmapped
  * blocks by (stream, address). */
 struct torch_pool {
-	struct mt_rb_tree blocks;
-	struct mt_rb_tree unmapped;
+	struct rp_rb_tree blocks;
+	struct rp_rb_tree unmapped;
 	bool is_small;
 	int64_t get_free_blocks_call_count;
 	struct torch_block *spare; /* recycled block records, linked by next */
@@ -102,7 +102,7 @@ struct torch_alloc {
 	struct mt_backend *b;
 	struct torch_options opt;
 	struct torch_pool large, small;
-	struct mt_addrmap active; /* allocated blocks: address -> struct torch_block * */
+	struct rp_addrmap active; /* allocated blocks: address -> struct torch_block * */
 	struct torch_segment *segs, *segs_tail;
 	uint64_t allowed_max; /* allowed_memory_maximum: the backend's capacity */
 	uint64_t reserved;    /* total_allocated_memory */
@@ -119,68 +119,68 @@ struct torch_alloc {
  * asked. Returns
  * 0, or a negative errno with a message in err (-ENOTSUP: expandable pages
  * are not multiples of the backend's granularity). */
-int mt_torch_alloc_create(struct mt_policy **out, const struct mt_policy_ops *ops,
+int rp_torch_alloc_create(struct mt_policy **out, const struct mt_policy_ops *ops,
                           struct mt_backend *b, const char *params, bool expandable, char *err,
                           size_t errlen);
 /* The `caching` policy (caching.c), which stitch embeds for its small
  * requests. */
-extern const struct mt_policy_ops mt_policy_caching;
+extern const struct mt_policy_ops rp_policy_caching;
 
 /* The policy operations (struct mt_policy_ops signatures). */
-int mt_torch_alloc_alloc(struct mt_policy *p, uint64_t bytes, uint64_t stream, size_t request_index,
+int rp_torch_alloc_alloc(struct mt_policy *p, uint64_t bytes, uint64_t stream, size_t request_index,
                          uint64_t *address);
-int mt_torch_alloc_free(struct mt_policy *p, uint64_t address, uint64_t stream);
-int mt_torch_alloc_empty_cache(struct mt_policy *p);
-int mt_torch_alloc_walk(struct mt_policy *p, mt_policy_walk_fn fn, void *data);
-void mt_torch_alloc_stats(struct mt_policy *p, struct mt_policy_stats *stats);
-void mt_torch_alloc_destroy(struct mt_policy *p);
+int rp_torch_alloc_free(struct mt_policy *p, uint64_t address, uint64_t stream);
+int rp_torch_alloc_empty_cache(struct mt_policy *p);
+int rp_torch_alloc_walk(struct mt_policy *p, mt_policy_walk_fn fn, void *data);
+void rp_torch_alloc_stats(struct mt_policy *p, struct mt_policy_stats *stats);
+void rp_torch_alloc_destroy(struct mt_policy *p);
 
 /* ---- records and ordered sets (torch-blocks.c) ---- */
 
 /* The block of a node of a pool's set (NULL for NULL). */
-static inline struct torch_block *mt_torch_block_of(struct mt_rb_node *n)
+static inline struct torch_block *rp_torch_block_of(struct rp_rb_node *n)
 {
-	return n ? mt_rb_entry(n, struct torch_block, node) : NULL;
+	return n ? rp_rb_entry(n, struct torch_block, node) : NULL;
 }
 
-static inline const struct torch_block *mt_torch_node_block(const struct mt_rb_node *n)
+static inline const struct torch_block *rp_torch_node_block(const struct rp_rb_node *n)
 {
-	return mt_rb_entry(n, const struct torch_block, node);
+	return rp_rb_entry(n, const struct torch_block, node);
 }
 
 /* Whether b is a part of its segment (has neighbours). */
-static inline bool mt_torch_is_split(const struct torch_block *b)
+static inline bool rp_torch_is_split(const struct torch_block *b)
 {
 	return b->prev || b->next;
 }
 
 /* Searches pool->blocks by a key block (only its stream, size and address
  * set): BlockComparatorSize, (stream, size, address). */
-int mt_torch_key_size(const void *key, const struct mt_rb_node *n);
+int rp_torch_key_size(const void *key, const struct rp_rb_node *n);
 
-struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
+struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size);
 /* Returns a block record (in no set, unlinked) to its pool's spares. */
-void mt_torch_block_recycle(struct torch_block *b);
+void rp_torch_block_recycle(struct torch_block *b);
 /* Links b between before and after (either may be NULL) and keeps seg->head. */
-void mt_torch_block_splice(struct torch_block *b, struct torch_block *before,
+void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
                            struct torch_block *after);
 /* BlockComparatorAddress: (stream, address), the order of pool->unmapped
  * (see torch-blocks.c for what "address" means here). */
-int mt_torch_cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b);
+int rp_torch_cmp_address(const struct rp_rb_node *a, const struct rp_rb_node *b);
 /* insert_into_blocks: into pool->blocks, stamping the gc counter. */
-void mt_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b);
-void mt_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b);
+void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b);
+void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b);
 /* try_merge_blocks: merges src into dst when src is free and mapped alike;
  * returns the bytes subsumed (0: no merge). */
-uint64_t mt_torch_try_merge(struct torch_block *dst, struct torch_block *src);
+uint64_t rp_torch_try_merge(struct torch_block *dst, struct torch_block *src);
 /* A segment record over [addr, addr + bytes) with the next creation number,
  * holding one block of its whole extent (mapped, in no set), appended to
  * t's segments and counted. Returns that block, or NULL (no memory). */
-struct torch_block *mt_torch_segment_add(struct torch_alloc *t, struct torch_pool *pool,
+struct torch_block *rp_torch_segment_add(struct torch_alloc *t, struct torch_pool *pool,
                                          uint64_t stream, uint64_t addr, uint64_t bytes);
 /* Removes a segment record from t's segments (uncounts it). */
-void mt_torch_segment_unlink(struct torch_alloc *t, struct torch_segment *s);
+void rp_torch_segment_unlink(struct torch_alloc *t, struct torch_segment *s);
 
 /* ---- expandable segments (expandable-segment.c) ---- */
 
@@ -188,15 +188,15 @@ void mt_torch_segment_unlink(struct torch_alloc *t, struct torch_segment *s);
  * bytes on stream in pool, maps the pages it lacks, and returns the free
  * mapped block (removed from the pool) in *out. Returns 1, 0 when the
  * backend is out of memory, or a negative errno. */
-int mt_torch_expandable_allocate(struct torch_alloc *t, struct torch_pool *pool, uint64_t stream,
+int rp_torch_expandable_allocate(struct torch_alloc *t, struct torch_pool *pool, uint64_t stream,
                                  uint64_t size, struct torch_block **out);
 /* unmap_block: unmaps the whole pages inside free block b. Returns 0 or a
  * negative errno. */
-int mt_torch_expandable_unmap_block(struct torch_alloc *t, struct torch_block *b);
+int rp_torch_expandable_unmap_block(struct torch_alloc *t, struct torch_block *b);
 /* release_expandable_segment: frees the reservation of a segment that is
  * one unmapped block. */
-int mt_torch_expandable_release(struct torch_alloc *t, struct torch_block *b);
+int rp_torch_expandable_release(struct torch_alloc *t, struct torch_block *b);
 /* Unmaps and releases every page and the reservation (destroy). */
-void mt_torch_expandable_destroy_segment(struct torch_alloc *t, struct torch_segment *s);
+void rp_torch_expandable_destroy_segment(struct torch_alloc *t, struct torch_segment *s);
 
 #endif /* MEMTRACE_BLOCK_POOL_PRIVATE_H */

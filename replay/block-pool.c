@@ -86,23 +86,23 @@ static struct torch_block *get_free_block(struct torch_alloc *t, struct torch_po
 
 	if (gc_enabled(t))
 		pool->get_free_blocks_call_count++;
-	b = mt_torch_block_of(mt_rb_lower_bound(&pool->blocks, &key, mt_torch_key_size));
+	b = rp_torch_block_of(rp_rb_lower_bound(&pool->blocks, &key, rp_torch_key_size));
 	if (!b || b->stream != stream)
 		return NULL;
 	if (b->seg->expandable) {
 		/* best fit by the size a block can expand to */
-		struct torch_block *n = mt_torch_block_of(mt_rb_next(&b->node));
+		struct torch_block *n = rp_torch_block_of(rp_rb_next(&b->node));
 
 		while (n && n->stream == stream && expandable_size(n) < expandable_size(b)) {
 			b = n;
-			n = mt_torch_block_of(mt_rb_next(&b->node));
+			n = rp_torch_block_of(rp_rb_next(&b->node));
 		}
 	}
 	if (size < t->opt.max_split_size && b->size >= t->opt.max_split_size)
 		return NULL;
 	if (size >= t->opt.max_split_size && b->size >= size + t->opt.max_non_split_rounding)
 		return NULL;
-	mt_rb_erase(&pool->blocks, &b->node);
+	rp_rb_erase(&pool->blocks, &b->node);
 	return b;
 }
 
@@ -115,10 +115,10 @@ static int release_block(struct torch_alloc *t, struct torch_block *b)
 	if (rc < 0)
 		return rc;
 	t->reserved -= b->size;
-	mt_rb_erase(&b->pool->blocks, &b->node);
-	mt_torch_segment_unlink(t, s);
+	rp_rb_erase(&b->pool->blocks, &b->node);
+	rp_torch_segment_unlink(t, s);
 	free(s);
-	mt_torch_block_recycle(b);
+	rp_torch_block_recycle(b);
 	return 0;
 }
 
@@ -135,7 +135,7 @@ static int alloc_segment(struct torch_alloc *t, struct torch_pool *pool, uint64_
 		return 0;
 	if (rc < 0)
 		return rc;
-	b = mt_torch_segment_add(t, pool, stream, addr, alloc_size);
+	b = rp_torch_segment_add(t, pool, stream, addr, alloc_size);
 	if (!b) {
 		mt_backend_free(t->b, addr);
 		return -ENOMEM;
@@ -149,7 +149,7 @@ static int alloc_block(struct torch_alloc *t, struct torch_pool *pool, uint64_t 
                        uint64_t size, struct torch_block **out)
 {
 	if (t->opt.expandable)
-		return mt_torch_expandable_allocate(t, pool, stream, size, out);
+		return rp_torch_expandable_allocate(t, pool, stream, size, out);
 	return alloc_segment(t, pool, stream, allocation_size(size), out);
 }
 
@@ -169,25 +169,25 @@ static int garbage_collect(struct torch_alloc *t)
 	if (t->reserved <= threshold)
 		return 0;
 	target = t->reserved - threshold;
-	for (struct mt_rb_node *n = mt_rb_first(&t->large.blocks); n; n = mt_rb_next(n)) {
-		const struct torch_block *b = mt_torch_node_block(n);
+	for (struct rp_rb_node *n = rp_rb_first(&t->large.blocks); n; n = rp_rb_next(n)) {
+		const struct torch_block *b = rp_torch_node_block(n);
 
-		if (!mt_torch_is_split(b) && !b->seg->expandable) {
+		if (!rp_torch_is_split(b) && !b->seg->expandable) {
 			total_age += gc_count(b);
 			count++;
 		}
 	}
 	while (reclaimed < target && freed && count > 0) {
 		double age_threshold = (double)total_age / (double)count;
-		struct mt_rb_node *n = mt_rb_first(&t->large.blocks);
+		struct rp_rb_node *n = rp_rb_first(&t->large.blocks);
 
 		freed = false;
 		while (n) {
-			struct torch_block *b = mt_torch_block_of(n);
+			struct torch_block *b = rp_torch_block_of(n);
 			int rc;
 
-			n = mt_rb_next(n);
-			if (mt_torch_is_split(b) || b->seg->expandable ||
+			n = rp_rb_next(n);
+			if (rp_torch_is_split(b) || b->seg->expandable ||
 			    (double)gc_count(b) < age_threshold)
 				continue;
 			freed = true;
@@ -208,28 +208,28 @@ static int release_available(struct torch_alloc *t, struct torch_pool *pool, uin
 {
 	uint64_t max_split = t->opt.max_split_size;
 	struct torch_block key = { .stream = stream, .size = size < max_split ? max_split : size };
-	struct mt_rb_node *n;
+	struct rp_rb_node *n;
 	uint64_t released = 0;
 
 	/* PyTorch would hand expandable blocks to release_block, which refuses
 	 * them; its expandable mode relies on release_cached_blocks instead. */
 	if (max_split == UINT64_MAX || t->opt.expandable)
 		return 0;
-	n = mt_rb_lower_bound(&pool->blocks, &key, mt_torch_key_size);
-	if (n && mt_torch_node_block(n)->stream == stream) {
-		int rc = release_block(t, mt_torch_block_of(n));
+	n = rp_rb_lower_bound(&pool->blocks, &key, rp_torch_key_size);
+	if (n && rp_torch_node_block(n)->stream == stream) {
+		int rc = release_block(t, rp_torch_block_of(n));
 
 		return rc < 0 ? rc : 1;
 	}
 	/* no single block is large enough: free oversize blocks, largest first */
-	n = n ? mt_rb_prev(n) : mt_rb_last(&pool->blocks);
-	while (n && released < key.size && mt_torch_node_block(n)->size >= max_split &&
-	       mt_torch_node_block(n)->stream == stream) {
-		struct mt_rb_node *prev = mt_rb_prev(n);
+	n = n ? rp_rb_prev(n) : rp_rb_last(&pool->blocks);
+	while (n && released < key.size && rp_torch_node_block(n)->size >= max_split &&
+	       rp_torch_node_block(n)->stream == stream) {
+		struct rp_rb_node *prev = rp_rb_prev(n);
 		int rc;
 
-		released += mt_torch_node_block(n)->size;
-		rc = release_block(t, mt_torch_block_of(n));
+		released += rp_torch_node_block(n)->size;
+		rc = release_block(t, rp_torch_block_of(n));
 		if (rc < 0)
 			return rc;
 		n = prev;
@@ -243,13 +243,13 @@ static int release_blocks(struct torch_alloc *t, struct torch_pool *pool)
 {
 	struct torch_block **to_unmap = NULL;
 	size_t n_unmap = 0, cap = 0;
-	struct mt_rb_node *n = mt_rb_first(&pool->blocks);
+	struct rp_rb_node *n = rp_rb_first(&pool->blocks);
 	int rc = 0;
 
 	while (n) {
-		struct torch_block *b = mt_torch_block_of(n);
+		struct torch_block *b = rp_torch_block_of(n);
 
-		n = mt_rb_next(n);
+		n = rp_rb_next(n);
 		if (b->seg->expandable) {
 			if (n_unmap == cap) {
 				struct torch_block **v;
@@ -263,7 +263,7 @@ static int release_blocks(struct torch_alloc *t, struct torch_pool *pool)
 				to_unmap = v;
 			}
 			to_unmap[n_unmap++] = b;
-		} else if (!mt_torch_is_split(b)) {
+		} else if (!rp_torch_is_split(b)) {
 			rc = release_block(t, b);
 			if (rc < 0)
 				goto out;
@@ -272,11 +272,11 @@ static int release_blocks(struct torch_alloc *t, struct torch_pool *pool)
 	for (size_t i = 0; i < n_unmap; i++) {
 		struct torch_block *b = to_unmap[i];
 
-		rc = mt_torch_expandable_unmap_block(t, b);
+		rc = rp_torch_expandable_unmap_block(t, b);
 		if (rc < 0)
 			goto out;
-		if (!mt_torch_is_split(b) && !b->mapped) {
-			rc = mt_torch_expandable_release(t, b);
+		if (!rp_torch_is_split(b) && !b->mapped) {
+			rc = rp_torch_expandable_release(t, b);
 			if (rc < 0)
 				goto out;
 		}
@@ -298,9 +298,9 @@ static int release_cached_blocks(struct torch_alloc *t)
  * to its pool. */
 static void free_block(struct torch_alloc *t, struct torch_block *b)
 {
-	mt_torch_try_merge(b, b->prev);
-	mt_torch_try_merge(b, b->next);
-	mt_torch_pool_insert_free(b->pool, b);
+	rp_torch_try_merge(b, b->prev);
+	rp_torch_try_merge(b, b->next);
+	rp_torch_pool_insert_free(b->pool, b);
 }
 
 /* alloc_found_block: hands out the front `size` bytes of b (split when
@@ -311,17 +311,17 @@ static struct torch_block *alloc_found_block(struct torch_alloc *t, struct torch
 	if (split) {
 		struct torch_block *rest = b;
 
-		b = mt_torch_block_new(rest->seg, rest->pool, rest->stream, rest->addr, size);
+		b = rp_torch_block_new(rest->seg, rest->pool, rest->stream, rest->addr, size);
 		if (!b) {
-			mt_torch_pool_insert_free(rest->pool, rest);
+			rp_torch_pool_insert_free(rest->pool, rest);
 			return NULL;
 		}
-		mt_torch_block_splice(b, rest->prev, rest);
+		rp_torch_block_splice(b, rest->prev, rest);
 		rest->addr += size;
 		rest->size -= size;
-		mt_torch_pool_insert_free(rest->pool, rest);
+		rp_torch_pool_insert_free(rest->pool, rest);
 	}
-	if (mt_addrmap_put(&t->active, b->addr, (uint64_t)(uintptr_t)b) < 0) {
+	if (rp_addrmap_put(&t->active, b->addr, (uint64_t)(uintptr_t)b) < 0) {
 		free_block(t, b);
 		return NULL;
 	}
@@ -332,7 +332,7 @@ static struct torch_block *alloc_found_block(struct torch_alloc *t, struct torch
 	return b;
 }
 
-int mt_torch_alloc_alloc(struct mt_policy *p, uint64_t bytes, uint64_t stream, size_t request_index,
+int rp_torch_alloc_alloc(struct mt_policy *p, uint64_t bytes, uint64_t stream, size_t request_index,
                          uint64_t *address)
 {
 	struct torch_alloc *t = (struct torch_alloc *)p;
@@ -372,13 +372,13 @@ int mt_torch_alloc_alloc(struct mt_policy *p, uint64_t bytes, uint64_t stream, s
 	return 0;
 }
 
-int mt_torch_alloc_free(struct mt_policy *p, uint64_t address, uint64_t stream)
+int rp_torch_alloc_free(struct mt_policy *p, uint64_t address, uint64_t stream)
 {
 	struct torch_alloc *t = (struct torch_alloc *)p;
 	struct torch_block *b;
 	uint64_t v;
 
-	if (!mt_addrmap_remove(&t->active, address, &v))
+	if (!rp_addrmap_remove(&t->active, address, &v))
 		return -EINVAL;
 	b = (struct torch_block *)(uintptr_t)v;
 	b->allocated = false;
@@ -389,7 +389,7 @@ int mt_torch_alloc_free(struct mt_policy *p, uint64_t address, uint64_t stream)
 	return 0;
 }
 
-int mt_torch_alloc_empty_cache(struct mt_policy *p)
+int rp_torch_alloc_empty_cache(struct mt_policy *p)
 {
 	return release_cached_blocks((struct torch_alloc *)p);
 }
@@ -430,7 +430,7 @@ static int walk_segment(const struct torch_segment *s, mt_policy_walk_fn fn, voi
 	return 0;
 }
 
-int mt_torch_alloc_walk(struct mt_policy *p, mt_policy_walk_fn fn, void *data)
+int rp_torch_alloc_walk(struct mt_policy *p, mt_policy_walk_fn fn, void *data)
 {
 	struct torch_alloc *t = (struct torch_alloc *)p;
 
@@ -446,17 +446,17 @@ int mt_torch_alloc_walk(struct mt_policy *p, mt_policy_walk_fn fn, void *data)
 /* Largest free block of a pool: the last block of each stream's run. */
 static uint64_t pool_largest_free(const struct torch_pool *pool)
 {
-	struct mt_rb_node *n = mt_rb_last(&pool->blocks);
+	struct rp_rb_node *n = rp_rb_last(&pool->blocks);
 	uint64_t largest = 0;
 
 	while (n) {
-		const struct torch_block *b = mt_torch_node_block(n);
+		const struct torch_block *b = rp_torch_node_block(n);
 		struct torch_block key = { .stream = b->stream };
 
 		if (b->size > largest)
 			largest = b->size;
-		n = mt_rb_lower_bound(&pool->blocks, &key, mt_torch_key_size);
-		n = n ? mt_rb_prev(n) : NULL;
+		n = rp_rb_lower_bound(&pool->blocks, &key, rp_torch_key_size);
+		n = n ? rp_rb_prev(n) : NULL;
 	}
 	return largest;
 }
@@ -472,7 +472,7 @@ static uint64_t mapped_runs(const struct torch_alloc *t)
 	return runs;
 }
 
-void mt_torch_alloc_stats(struct mt_policy *p, struct mt_policy_stats *st)
+void rp_torch_alloc_stats(struct mt_policy *p, struct mt_policy_stats *st)
 {
 	struct torch_alloc *t = (struct torch_alloc *)p;
 	uint64_t small = pool_largest_free(&t->small), large = pool_largest_free(&t->large);
@@ -485,7 +485,7 @@ void mt_torch_alloc_stats(struct mt_policy *p, struct mt_policy_stats *st)
 	st->cache_flushes = t->cache_flushes;
 }
 
-void mt_torch_alloc_destroy(struct mt_policy *p)
+void rp_torch_alloc_destroy(struct mt_policy *p)
 {
 	struct torch_alloc *t = (struct torch_alloc *)p;
 	struct torch_segment *s, *next;
@@ -497,7 +497,7 @@ void mt_torch_alloc_destroy(struct mt_policy *p)
 
 		next = s->next_seg;
 		if (s->expandable)
-			mt_torch_expandable_destroy_segment(t, s);
+			rp_torch_expandable_destroy_segment(t, s);
 		else
 			mt_backend_free(t->b, s->addr);
 		for (; b; b = bn) {
@@ -517,7 +517,7 @@ void mt_torch_alloc_destroy(struct mt_policy *p)
 			free(b);
 		}
 	}
-	mt_addrmap_release(&t->active);
+	rp_addrmap_release(&t->active);
 	free(t);
 }
 
@@ -529,13 +529,13 @@ static int options_parse(struct torch_options *o, const char *policy, const char
                          bool expandable, char *err, size_t errlen)
 {
 	uint64_t divisions = 0;
-	const struct mt_param defs[] = {
-		{ "max_split_size", MT_PARAM_SIZE, &o->max_split_size },
-		{ "max_non_split_rounding_size", MT_PARAM_SIZE, &o->max_non_split_rounding },
-		{ "roundup_power2_divisions", MT_PARAM_UINT, &divisions },
-		{ "garbage_collection_threshold", MT_PARAM_DOUBLE, &o->gc_threshold },
-		{ "large_segment_size", MT_PARAM_SIZE, &o->large_segment },
-		{ "va_size", MT_PARAM_SIZE, &o->va_size },
+	const struct rp_param defs[] = {
+		{ "max_split_size", RP_PARAM_SIZE, &o->max_split_size },
+		{ "max_non_split_rounding_size", RP_PARAM_SIZE, &o->max_non_split_rounding },
+		{ "roundup_power2_divisions", RP_PARAM_UINT, &divisions },
+		{ "garbage_collection_threshold", RP_PARAM_DOUBLE, &o->gc_threshold },
+		{ "large_segment_size", RP_PARAM_SIZE, &o->large_segment },
+		{ "va_size", RP_PARAM_SIZE, &o->va_size },
 	};
 	int rc;
 
@@ -546,7 +546,7 @@ static int options_parse(struct torch_options *o, const char *policy, const char
 		.large_segment = TORCH_LARGE_BUFFER,
 	};
 	/* the last two only for expandable */
-	rc = mt_params_parse(policy, params, defs, expandable ? 6 : 4, err, errlen);
+	rc = rp_params_parse(policy, params, defs, expandable ? 6 : 4, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (o->max_split_size <= TORCH_LARGE_BUFFER) {
@@ -574,7 +574,7 @@ static int options_parse(struct torch_options *o, const char *policy, const char
 	return 0;
 }
 
-int mt_torch_alloc_create(struct mt_policy **out, const struct mt_policy_ops *ops,
+int rp_torch_alloc_create(struct mt_policy **out, const struct mt_policy_ops *ops,
                           struct mt_backend *b, const char *params, bool expandable, char *err,
                           size_t errlen)
 {

@@ -14,9 +14,9 @@
 #define VA_CAP (1ull << 40) /* capacity taken for the reservation size at most */
 
 /* Searches the unmapped blocks by a key block (stream and address set). */
-static int key_address(const void *key, const struct mt_rb_node *n)
+static int key_address(const void *key, const struct rp_rb_node *n)
 {
-	return mt_torch_cmp_address(&((const struct torch_block *)key)->node, n);
+	return rp_torch_cmp_address(&((const struct torch_block *)key)->node, n);
 }
 
 static bool allocatable(const struct torch_block *b)
@@ -61,7 +61,7 @@ static int new_segment(struct torch_alloc *t, struct torch_pool *pool, uint64_t 
 
 	if (rc < 0)
 		return rc;
-	b = mt_torch_segment_add(t, pool, stream, va, bytes);
+	b = rp_torch_segment_add(t, pool, stream, va, bytes);
 	if (!b) {
 		mt_backend_va_free(t->b, va, bytes);
 		return -ENOMEM;
@@ -69,7 +69,7 @@ static int new_segment(struct torch_alloc *t, struct torch_pool *pool, uint64_t 
 	b->seg->expandable = true;
 	b->seg->page = page;
 	b->mapped = false;
-	mt_torch_pool_insert_unmapped(pool, b);
+	rp_torch_pool_insert_unmapped(pool, b);
 	*out = b;
 	return 0;
 }
@@ -80,10 +80,10 @@ static int find_expandable_block(struct torch_alloc *t, struct torch_pool *pool,
                                  uint64_t size, struct torch_block **out)
 {
 	struct torch_block key = { .stream = stream, .addr = 0 };
-	struct mt_rb_node *n = mt_rb_lower_bound(&pool->unmapped, &key, key_address);
+	struct rp_rb_node *n = rp_rb_lower_bound(&pool->unmapped, &key, key_address);
 
-	for (; n; n = mt_rb_next(n)) {
-		struct torch_block *c = mt_rb_entry(n, struct torch_block, node);
+	for (; n; n = rp_rb_next(n)) {
+		struct torch_block *c = rp_rb_entry(n, struct torch_block, node);
 
 		if (c->stream != stream)
 			break;
@@ -183,28 +183,28 @@ static int map_block(struct torch_alloc *t, struct torch_block *b, uint64_t size
 
 	if (mapped <= 0)
 		return (int)mapped;
-	mt_rb_erase(&pool->unmapped, &b->node);
+	rp_rb_erase(&pool->unmapped, &b->node);
 	b->mapped = true;
 	if ((uint64_t)mapped < b->size) {
 		struct torch_block *rest =
-		        mt_torch_block_new(b->seg, pool, b->stream, b->addr + (uint64_t)mapped,
+		        rp_torch_block_new(b->seg, pool, b->stream, b->addr + (uint64_t)mapped,
 		                           b->size - (uint64_t)mapped);
 
 		if (!rest)
 			return -ENOMEM;
 		rest->mapped = false;
-		mt_torch_block_splice(rest, b, b->next);
-		mt_torch_pool_insert_unmapped(pool, rest);
+		rp_torch_block_splice(rest, b, b->next);
+		rp_torch_pool_insert_unmapped(pool, rest);
 		b->size = (uint64_t)mapped;
 	}
-	mt_torch_try_merge(b, b->prev);
-	mt_torch_try_merge(b, b->next);
-	mt_torch_pool_insert_free(pool, b);
+	rp_torch_try_merge(b, b->prev);
+	rp_torch_try_merge(b, b->next);
+	rp_torch_pool_insert_free(pool, b);
 	t->reserved += (uint64_t)mapped;
 	return 1;
 }
 
-int mt_torch_expandable_allocate(struct torch_alloc *t, struct torch_pool *pool, uint64_t stream,
+int rp_torch_expandable_allocate(struct torch_alloc *t, struct torch_pool *pool, uint64_t stream,
                                  uint64_t size, struct torch_block **out)
 {
 	uint64_t page = page_size(t, pool);
@@ -233,12 +233,12 @@ int mt_torch_expandable_allocate(struct torch_alloc *t, struct torch_pool *pool,
 			return rc;
 		c = n;
 	}
-	mt_rb_erase(&pool->blocks, &c->node);
+	rp_rb_erase(&pool->blocks, &c->node);
 	*out = c;
 	return 1;
 }
 
-int mt_torch_expandable_unmap_block(struct torch_alloc *t, struct torch_block *b)
+int rp_torch_expandable_unmap_block(struct torch_alloc *t, struct torch_block *b)
 {
 	struct torch_segment *s = b->seg;
 	struct torch_pool *pool = b->pool;
@@ -252,54 +252,54 @@ int mt_torch_expandable_unmap_block(struct torch_alloc *t, struct torch_block *b
 	rc = unmap_pages(t, s, begin, end);
 	if (rc < 0)
 		return rc;
-	mt_rb_erase(&pool->blocks, &b->node);
+	rp_rb_erase(&pool->blocks, &b->node);
 	start = s->addr + begin * s->page;
 	bytes = (end - begin) * s->page;
 	before = start - b->addr;
 	after = b->size - before - bytes;
 	if (before) {
-		struct torch_block *f = mt_torch_block_new(s, pool, b->stream, b->addr, before);
+		struct torch_block *f = rp_torch_block_new(s, pool, b->stream, b->addr, before);
 
 		if (!f)
 			return -ENOMEM;
-		mt_torch_block_splice(f, b->prev, b);
-		mt_torch_pool_insert_free(pool, f);
+		rp_torch_block_splice(f, b->prev, b);
+		rp_torch_pool_insert_free(pool, f);
 	}
 	if (after) {
 		struct torch_block *f =
-		        mt_torch_block_new(s, pool, b->stream, start + bytes, after);
+		        rp_torch_block_new(s, pool, b->stream, start + bytes, after);
 
 		if (!f)
 			return -ENOMEM;
-		mt_torch_block_splice(f, b, b->next);
-		mt_torch_pool_insert_free(pool, f);
+		rp_torch_block_splice(f, b, b->next);
+		rp_torch_pool_insert_free(pool, f);
 	}
 	b->addr = start;
 	b->size = bytes;
 	b->mapped = false;
-	mt_torch_try_merge(b, b->prev);
-	mt_torch_try_merge(b, b->next);
-	mt_torch_pool_insert_unmapped(pool, b);
+	rp_torch_try_merge(b, b->prev);
+	rp_torch_try_merge(b, b->next);
+	rp_torch_pool_insert_unmapped(pool, b);
 	t->reserved -= bytes;
 	return 0;
 }
 
-int mt_torch_expandable_release(struct torch_alloc *t, struct torch_block *b)
+int rp_torch_expandable_release(struct torch_alloc *t, struct torch_block *b)
 {
 	struct torch_segment *s = b->seg;
 	int rc = mt_backend_va_free(t->b, s->addr, s->size);
 
 	if (rc < 0)
 		return rc;
-	mt_rb_erase(&b->pool->unmapped, &b->node);
-	mt_torch_segment_unlink(t, s);
+	rp_rb_erase(&b->pool->unmapped, &b->node);
+	rp_torch_segment_unlink(t, s);
 	free(s->handles);
 	free(s);
-	mt_torch_block_recycle(b);
+	rp_torch_block_recycle(b);
 	return 0;
 }
 
-void mt_torch_expandable_destroy_segment(struct torch_alloc *t, struct torch_segment *s)
+void rp_torch_expandable_destroy_segment(struct torch_alloc *t, struct torch_segment *s)
 {
 	unmap_pages(t, s, 0, s->nhandles);
 	mt_backend_va_free(t->b, s->addr, s->size);

@@ -4,11 +4,11 @@
 
 #include "policy-private.h"
 
-int mt_policy_walk_own_segments(const struct mt_addrmap *live, mt_policy_walk_fn fn, void *data)
+int rp_policy_walk_own_segments(const struct rp_addrmap *live, mt_policy_walk_fn fn, void *data)
 {
-	const struct mt_addrmap_slot *s;
+	const struct rp_addrmap_slot *s;
 
-	for (size_t i = 0; mt_addrmap_next(live, &i, &s);) {
+	for (size_t i = 0; rp_addrmap_next(live, &i, &s);) {
 		struct mt_policy_block blk = { s->key, s->value, 0, false };
 		int rc = fn(data, true, &blk);
 

@@ -10,19 +10,19 @@
 #include "memtrace-common.h"
 #include "policy-private.h"
 
-static int parse_value(const struct mt_param *d, const char *text)
+static int parse_value(const struct rp_param *d, const char *text)
 {
 	char *end;
 	switch (d->type) {
-	case MT_PARAM_SIZE:
+	case RP_PARAM_SIZE:
 		return mt_size_parse(text, d->value);
-	case MT_PARAM_UINT:
+	case RP_PARAM_UINT:
 		if (*text < '0' || *text > '9')
 			return -EINVAL;
 		errno = 0;
 		*(uint64_t *)d->value = strtoull(text, &end, 10);
 		return errno || *end ? -EINVAL : 0;
-	case MT_PARAM_DOUBLE:
+	case RP_PARAM_DOUBLE:
 		errno = 0;
 		*(double *)d->value = strtod(text, &end);
 		return errno || end == text || *end ? -EINVAL : 0;
@@ -30,7 +30,7 @@ static int parse_value(const struct mt_param *d, const char *text)
 	return -EINVAL;
 }
 
-static void valid_keys(char *buf, size_t len, const struct mt_param *defs, size_t n)
+static void valid_keys(char *buf, size_t len, const struct rp_param *defs, size_t n)
 {
 	size_t used = 0;
 	buf[0] = '\0';
@@ -44,7 +44,7 @@ static void valid_keys(char *buf, size_t len, const struct mt_param *defs, size_
 		snprintf(buf, len, "none");
 }
 
-int mt_params_parse(const char *policy, const char *params, const struct mt_param *defs, size_t n,
+int rp_params_parse(const char *policy, const char *params, const struct rp_param *defs, size_t n,
                     char *err, size_t errlen)
 {
 	char item[256], keys[256];

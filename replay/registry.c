@@ -1,6 +1,6 @@
 /* registry.c — the policy registry and spec parsing ("NAME:key=value,...").
  * The policies are those of replay/meson.build's one list (replay_policies),
- * which meson writes into policy-list.h as MT_POLICY(NAME) items. */
+ * which meson writes into policy-list.h as RP_POLICY(NAME) items. */
 #include "config.h"
 
 #include <errno.h>
@@ -11,15 +11,15 @@
 #include "policy-list.h"
 #include "policy-private.h"
 
-#define MT_POLICY(name) extern const struct mt_policy_ops mt_policy_##name;
-MT_POLICY_LIST
-#undef MT_POLICY
+#define RP_POLICY(name) extern const struct mt_policy_ops rp_policy_##name;
+RP_POLICY_LIST
+#undef RP_POLICY
 
 static const struct mt_policy_ops *const registry[] = {
-#define MT_POLICY(name) &mt_policy_##name,
-	MT_POLICY_LIST
-#undef MT_POLICY
-	NULL,
+#define RP_POLICY(name) &rp_policy_##name,
+	RP_POLICY_LIST
+#undef RP_POLICY
+	        NULL,
 };
 
 const struct mt_policy_ops *const *mt_policy_list(void)

@@ -28,9 +28,9 @@ static int cmp_place(const struct torch_block *x, const struct torch_block *y)
 }
 
 /* BlockComparatorSize: (stream, size, address). */
-static int cmp_size(const struct mt_rb_node *a, const struct mt_rb_node *b)
+static int cmp_size(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
-	const struct torch_block *x = mt_torch_node_block(a), *y = mt_torch_node_block(b);
+	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
 	int c = cmp_u64(x->stream, y->stream);
 
 	if (!c)
@@ -39,15 +39,15 @@ static int cmp_size(const struct mt_rb_node *a, const struct mt_rb_node *b)
 }
 
 /* BlockComparatorAddress: (stream, address). */
-int mt_torch_cmp_address(const struct mt_rb_node *a, const struct mt_rb_node *b)
+int rp_torch_cmp_address(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
-	const struct torch_block *x = mt_torch_node_block(a), *y = mt_torch_node_block(b);
+	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
 	int c = cmp_u64(x->stream, y->stream);
 
 	return c ? c : cmp_place(x, y);
 }
 
-int mt_torch_key_size(const void *key, const struct mt_rb_node *n)
+int rp_torch_key_size(const void *key, const struct rp_rb_node *n)
 {
 	return cmp_size(&((const struct torch_block *)key)->node, n);
 }
@@ -58,7 +58,7 @@ int mt_torch_key_size(const void *key, const struct mt_rb_node *n)
 #define BLOCK_ALIGN 64
 #define BLOCK_BYTES ((sizeof(struct torch_block) + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN)
 
-struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
+struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size)
 {
 	struct torch_block *b = pool->spare;
@@ -78,13 +78,13 @@ struct torch_block *mt_torch_block_new(struct torch_segment *seg, struct torch_p
 	return b;
 }
 
-void mt_torch_block_recycle(struct torch_block *b)
+void rp_torch_block_recycle(struct torch_block *b)
 {
 	b->next = b->pool->spare;
 	b->pool->spare = b;
 }
 
-void mt_torch_block_splice(struct torch_block *b, struct torch_block *before,
+void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
                            struct torch_block *after)
 {
 	b->prev = before;
@@ -97,18 +97,18 @@ void mt_torch_block_splice(struct torch_block *b, struct torch_block *before,
 		after->prev = b;
 }
 
-void mt_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
+void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
 {
 	b->gc_count_base = pool->get_free_blocks_call_count;
-	mt_rb_insert(&pool->blocks, &b->node, cmp_size);
+	rp_rb_insert(&pool->blocks, &b->node, cmp_size);
 }
 
-void mt_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b)
+void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b)
 {
-	mt_rb_insert(&pool->unmapped, &b->node, mt_torch_cmp_address);
+	rp_rb_insert(&pool->unmapped, &b->node, rp_torch_cmp_address);
 }
 
-uint64_t mt_torch_try_merge(struct torch_block *dst, struct torch_block *src)
+uint64_t rp_torch_try_merge(struct torch_block *dst, struct torch_block *src)
 {
 	uint64_t subsumed;
 
@@ -128,12 +128,12 @@ uint64_t mt_torch_try_merge(struct torch_block *dst, struct torch_block *src)
 	}
 	subsumed = src->size;
 	dst->size += subsumed;
-	mt_rb_erase(src->mapped ? &src->pool->blocks : &src->pool->unmapped, &src->node);
-	mt_torch_block_recycle(src);
+	rp_rb_erase(src->mapped ? &src->pool->blocks : &src->pool->unmapped, &src->node);
+	rp_torch_block_recycle(src);
 	return subsumed;
 }
 
-struct torch_block *mt_torch_segment_add(struct torch_alloc *t, struct torch_pool *pool,
+struct torch_block *rp_torch_segment_add(struct torch_alloc *t, struct torch_pool *pool,
                                          uint64_t stream, uint64_t addr, uint64_t bytes)
 {
 	struct torch_segment *s = calloc(1, sizeof(*s));
@@ -142,7 +142,7 @@ struct torch_block *mt_torch_segment_add(struct torch_alloc *t, struct torch_poo
 	if (!s)
 		return NULL;
 	s->seq = t->next_seq++;
-	b = mt_torch_block_new(s, pool, stream, addr, bytes);
+	b = rp_torch_block_new(s, pool, stream, addr, bytes);
 	if (!b) {
 		free(s);
 		return NULL;
@@ -163,7 +163,7 @@ struct torch_block *mt_torch_segment_add(struct torch_alloc *t, struct torch_poo
 	return b;
 }
 
-void mt_torch_segment_unlink(struct torch_alloc *t, struct torch_segment *s)
+void rp_torch_segment_unlink(struct torch_alloc *t, struct torch_segment *s)
 {
 	if (s->prev_seg)
 		s->prev_seg->next_seg = s->next_seg;

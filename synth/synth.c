@@ -907,7 +907,7 @@ int mt_synth_write(struct mt_writer *w, unsigned pattern, uint64_t events, uint6
 		                                "synthetic small" };
 	struct synth s = { .w = w, .seed = seed, .target = events, .t = SYNTH_START_NS };
 
-	if (!w || pattern > MT_SYNTH_SMALL)
+	if (!w || pattern > MT_SYNTH_SMALL || events > MT_SYNTH_MAX_EVENTS)
 		return -EINVAL;
 	mt_rng_seed(&s.rng, seed);
 	s.am.next_va = 0x7f0000000000ull + mt_rng_below(&s.rng, 256) * 64 * GiB;

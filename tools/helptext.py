@@ -78,8 +78,9 @@ class Block:
     def __init__(self, kind, lines):
         self.kind = kind
         self.lines = lines
-        self.options = []  # kind options
-        self.items = []    # kind list, bullets: (name, [description lines])
+        self.options = []   # kind options
+        self.items = []     # kind list, bullets: (name, [description lines])
+        self.heading = None  # kind list: what it lists ("policies")
 
 
 def paragraphs(text):
@@ -98,7 +99,7 @@ def parse_options(lines):
     options = []
     for line in lines:
         m = OPTION_RE.match(line)
-        if m and (not options or indent_of(line) <= options[-1].indent):
+        if m:  # a new option ("      --kernels" lines up with long names)
             opt = Option(m.group(2).strip(), len(m.group(1)))
             if m.group(3):  # kept at its column, as the lines under it
                 opt.lines.append(" " * m.start(3) + m.group(3))
@@ -152,6 +153,16 @@ def classify(lines):
             b = Block("list", lines)
             b.items = items
             return b
+    # prose ending "... Formats:" with the list under it
+    for k in range(1, len(lines)):
+        said = re.search(r"\b(\w+):$", lines[k - 1])
+        if said and LIST_RE.match(lines[k]) and indent_of(lines[k]) > indent_of(first):
+            items = parse_items(lines[k:], LIST_RE)
+            if items:
+                b = Block("list", lines[k:])
+                b.items = items
+                b.heading = said.group(1).lower()
+                return [classify(lines[:k]), b]
     if all(indent_of(line) == indent_of(first) for line in lines[1:]) or \
             all(indent_of(line) > indent_of(first) for line in lines[1:]):
         return Block("prose", lines)
@@ -198,12 +209,12 @@ class Command:
 
     def lists(self):
         """{heading (lower case, without ':'): [(name, description lines)]}
-        for each list under a heading."""
+        for each list under a heading or a sentence ending 'Formats:'."""
         out = {}
         heading = None
         for b in self.blocks:
-            if b.kind == "list" and heading:
-                out[heading] = b.items
+            if b.kind == "list" and (b.heading or heading):
+                out[b.heading or heading] = b.items
             heading = b.lines[0][:-1].strip().lower() if b.kind == "heading" else None
         return out
 

@@ -53,6 +53,7 @@ enum mt_view_uses {
 	MT_VIEW_USES_WINDOW = 1u << 1,      /* from, to: a time window */
 	MT_VIEW_USES_POLICIES = 1u << 2,    /* policies */
 	MT_VIEW_USES_ALL_DEVICES = 1u << 3, /* device 0: every device, else the first */
+	MT_VIEW_USES_PHASES = 1u << 4,      /* all_ranges: NVTX phases */
 };
 
 /* A view as the registry lists it. */
@@ -83,10 +84,12 @@ struct mt_render_options {
 	 * their reserved memory, segments draws their maps, policies compares
 	 * them (NULL there = the saved replays, else every policy under sim). */
 	const char *policies;
-	bool at_set;   /* false: the peak (reserved for segments, live for anatomy) */
-	uint64_t at;   /* moment for segments and anatomy */
-	uint64_t from; /* window for timeline and policies */
-	uint64_t to;   /* 0 = the end of the trace */
+	bool all_ranges; /* NVTX phases include the ranges libraries open for
+	                    their own work (CUB, Thrust, cuBLAS...) */
+	bool at_set;     /* false: the peak (reserved for segments, live for anatomy) */
+	uint64_t at;     /* moment for segments and anatomy */
+	uint64_t from;   /* window for timeline and policies */
+	uint64_t to;     /* 0 = the end of the trace */
 	/* A second run: the picture is then both runs' timelines, the second
 	 * stretched to the first's NVTX phases, whatever the view (PNG, SVG or
 	 * PDF); compare_name titles it. */

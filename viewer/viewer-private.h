@@ -56,8 +56,9 @@ struct vw_rgb vw_role_color(enum vw_role role);
  * scheme) cycling with the index, so neighbours differ. */
 struct vw_rgb vw_band_color(size_t i);
 #define VW_BAND_COLORS 8
-/* Policies (lines and bars), Okabe–Ito, cycling. */
-struct vw_rgb vw_series_color(size_t i);
+/* A policy's colour (lines and bars), the same in every picture: spec is
+ * "NAME" or "NAME:params"; the colour is NAME's. */
+struct vw_rgb vw_policy_color(const char *spec);
 /* NVTX phases (timeline strip, anatomy parts), cycling. */
 struct vw_rgb vw_phase_color(size_t i);
 void vw_set_rgb(cairo_t *cr, struct vw_rgb c);
@@ -179,7 +180,8 @@ enum vw_load {
 	VW_LOAD_SAMPLES = 1u << 1,
 	VW_LOAD_RANGES = 1u << 2,
 	VW_LOAD_KERNELS = 1u << 3,
-	VW_LOAD_FAILS = 1u << 4,
+	VW_LOAD_FAILS = 1u << 4,          /* the OOMs the program saw */
+	VW_LOAD_LIBRARY_RANGES = 1u << 5, /* with RANGES: the libraries' own as well */
 };
 
 /* One device's events as the views use them. Lifetimes are normalised: an
@@ -203,17 +205,22 @@ struct vw_trace {
 	size_t nranges;
 	struct vw_span *kernels;
 	size_t nkernels;
-	struct vw_point *fails; /* alloc_failed: ts, requested bytes */
+	struct vw_point *fails; /* one per OOM the program saw: ts, requested bytes */
 	size_t nfails;
 };
 
-/* Loads device (0 = the first with allocations) of r. */
+/* Loads device (0 = the first with allocations) of r; what: enum vw_load,
+ * or'ed (VW_LOAD_LIBRARY_RANGES set when the options ask for all ranges). */
 int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
                   char *err, size_t errlen);
 void vw_trace_release(struct vw_trace *t);
 /* The moment live bytes of l first reach their peak (mt_peak_moment; the
  * start of the trace when it cannot tell). */
 uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_bytes);
+/* The anatomy at `at` (analyze's mt_anatomy_compute against the device's
+ * readings, loaded here): the parts and which reading they add up to. */
+int vw_anatomy_at(const struct vw_trace *t, uint64_t at, struct mt_anatomy *a, char *err,
+                  size_t errlen);
 /* "NAME · GPU · capture MODE" for subtitles. */
 void vw_trace_subtitle(const struct vw_trace *t, const char *trace_name, char *buf, size_t len);
 

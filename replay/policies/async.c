@@ -31,19 +31,19 @@
 #include "addrmap-private.h"
 #include "policy-private.h"
 
-extern const struct mt_policy_ops mt_policy_async;
+extern const struct mt_policy_ops rp_policy_async;
 
 struct async {
 	struct mt_policy base;
 	struct mt_backend *b;
-	struct mt_addrmap live; /* address -> bytes */
+	struct rp_addrmap live; /* address -> bytes */
 	uint64_t cache_flushes;
 };
 
 static int async_create(struct mt_policy **out, struct mt_backend *b, const char *params, char *err,
                         size_t errlen)
 {
-	int rc = mt_params_parse("async", params, NULL, 0, err, errlen);
+	int rc = rp_params_parse("async", params, NULL, 0, err, errlen);
 	struct async *p;
 
 	if (rc < 0)
@@ -51,7 +51,7 @@ static int async_create(struct mt_policy **out, struct mt_backend *b, const char
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->base.ops = &mt_policy_async;
+	p->base.ops = &rp_policy_async;
 	p->b = b;
 	*out = &p->base;
 	return 0;
@@ -72,7 +72,7 @@ static int async_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, s
 	}
 	if (rc < 0)
 		return rc;
-	if (mt_addrmap_put(&p->live, *address, size) < 0) {
+	if (rp_addrmap_put(&p->live, *address, size) < 0) {
 		mt_backend_pool_free(p->b, *address, stream);
 		return -ENOMEM;
 	}
@@ -85,7 +85,7 @@ static int async_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 	struct async *p = (struct async *)pol;
 	uint64_t bytes;
 
-	if (!mt_addrmap_remove(&p->live, address, &bytes))
+	if (!rp_addrmap_remove(&p->live, address, &bytes))
 		return -EINVAL;
 	p->base.allocated -= bytes;
 	return mt_backend_pool_free(p->b, address, stream);
@@ -101,7 +101,7 @@ static int async_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 	struct async *p = (struct async *)pol;
 	int rc = mt_backend_pool_walk(p->b, fn, data);
 
-	return rc == -ENOTSUP ? mt_policy_walk_own_segments(&p->live, fn, data) : rc;
+	return rc == -ENOTSUP ? rp_policy_walk_own_segments(&p->live, fn, data) : rc;
 }
 
 /* Segments and the largest free block, as walk shows them. */
@@ -139,18 +139,18 @@ static void async_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 static void async_destroy(struct mt_policy *pol)
 {
 	struct async *p = (struct async *)pol;
-	const struct mt_addrmap_slot *s;
+	const struct rp_addrmap_slot *s;
 
 	if (!p)
 		return;
-	for (size_t i = 0; mt_addrmap_next(&p->live, &i, &s);)
+	for (size_t i = 0; rp_addrmap_next(&p->live, &i, &s);)
 		mt_backend_pool_free(p->b, s->key, 0);
 	mt_backend_pool_trim(p->b, 0);
-	mt_addrmap_release(&p->live);
+	rp_addrmap_release(&p->live);
 	free(p);
 }
 
-const struct mt_policy_ops mt_policy_async = {
+const struct mt_policy_ops rp_policy_async = {
 	.name = "async",
 	.summary = "CUDA stream-ordered pool (cudaMallocAsync); sim: documented approximation",
 	.flags = MT_POLICY_POOL | MT_POLICY_SIM_APPROX,

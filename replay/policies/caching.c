@@ -64,21 +64,21 @@
 static int caching_create(struct mt_policy **out, struct mt_backend *b, const char *params,
                           char *err, size_t errlen);
 
-const struct mt_policy_ops mt_policy_caching = {
+const struct mt_policy_ops rp_policy_caching = {
 	.name = "caching",
 	.summary = "PyTorch CUDACachingAllocator (cudaMalloc segments, best fit, split/merge)",
 	.flags = 0,
 	.create = caching_create,
-	.alloc = mt_torch_alloc_alloc,
-	.free = mt_torch_alloc_free,
-	.empty_cache = mt_torch_alloc_empty_cache,
-	.walk = mt_torch_alloc_walk,
-	.stats = mt_torch_alloc_stats,
-	.destroy = mt_torch_alloc_destroy,
+	.alloc = rp_torch_alloc_alloc,
+	.free = rp_torch_alloc_free,
+	.empty_cache = rp_torch_alloc_empty_cache,
+	.walk = rp_torch_alloc_walk,
+	.stats = rp_torch_alloc_stats,
+	.destroy = rp_torch_alloc_destroy,
 };
 
 static int caching_create(struct mt_policy **out, struct mt_backend *b, const char *params,
                           char *err, size_t errlen)
 {
-	return mt_torch_alloc_create(out, &mt_policy_caching, b, params, false, err, errlen);
+	return rp_torch_alloc_create(out, &rp_policy_caching, b, params, false, err, errlen);
 }

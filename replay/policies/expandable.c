@@ -50,21 +50,21 @@
 static int expandable_create(struct mt_policy **out, struct mt_backend *b, const char *params,
                              char *err, size_t errlen);
 
-const struct mt_policy_ops mt_policy_expandable = {
+const struct mt_policy_ops rp_policy_expandable = {
 	.name = "expandable",
 	.summary = "PyTorch caching allocator with expandable segments (VMM pages on demand)",
 	.flags = MT_POLICY_NEEDS_VMM,
 	.create = expandable_create,
-	.alloc = mt_torch_alloc_alloc,
-	.free = mt_torch_alloc_free,
-	.empty_cache = mt_torch_alloc_empty_cache,
-	.walk = mt_torch_alloc_walk,
-	.stats = mt_torch_alloc_stats,
-	.destroy = mt_torch_alloc_destroy,
+	.alloc = rp_torch_alloc_alloc,
+	.free = rp_torch_alloc_free,
+	.empty_cache = rp_torch_alloc_empty_cache,
+	.walk = rp_torch_alloc_walk,
+	.stats = rp_torch_alloc_stats,
+	.destroy = rp_torch_alloc_destroy,
 };
 
 static int expandable_create(struct mt_policy **out, struct mt_backend *b, const char *params,
                              char *err, size_t errlen)
 {
-	return mt_torch_alloc_create(out, &mt_policy_expandable, b, params, true, err, errlen);
+	return rp_torch_alloc_create(out, &rp_policy_expandable, b, params, true, err, errlen);
 }

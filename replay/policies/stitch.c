@@ -50,7 +50,7 @@
 #include "policy-private.h"
 #include "rbtree-private.h"
 
-extern const struct mt_policy_ops mt_policy_stitch;
+extern const struct mt_policy_ops rp_policy_stitch;
 
 /* A VA reservation; blocks split from one block share it. */
 struct vres {
@@ -60,7 +60,7 @@ struct vres {
 };
 
 struct vblock {
-	struct mt_rb_node node; /* in the free tree while free */
+	struct rp_rb_node node; /* in the free tree while free */
 	uint64_t stream;
 	uint64_t npages;                    /* pages mapped at va, va + page, ... */
 	uint64_t seq;                       /* its reservation's creation number */
@@ -81,8 +81,8 @@ struct stitch {
 	struct mt_backend *b;
 	struct mt_policy *small; /* `caching`, for requests <= 1 MiB */
 	uint64_t page;
-	struct mt_rb_tree free_tree;  /* (stream, npages, seq, va) */
-	struct mt_addrmap live;       /* va -> struct vblock * */
+	struct rp_rb_tree free_tree;  /* (stream, npages, seq, va) */
+	struct rp_addrmap live;       /* va -> struct vblock * */
 	struct stream_pages *streams; /* free pages per stream (streams are few) */
 	size_t nstreams;
 	struct vblock *all;
@@ -95,17 +95,17 @@ static int cmp_u64(uint64_t a, uint64_t b)
 	return (a > b) - (a < b);
 }
 
-static const struct vblock *node_vb(const struct mt_rb_node *n)
+static const struct vblock *node_vb(const struct rp_rb_node *n)
 {
-	return mt_rb_entry(n, const struct vblock, node);
+	return rp_rb_entry(n, const struct vblock, node);
 }
 
-static struct vblock *vb(struct mt_rb_node *n)
+static struct vblock *vb(struct rp_rb_node *n)
 {
-	return n ? mt_rb_entry(n, struct vblock, node) : NULL;
+	return n ? rp_rb_entry(n, struct vblock, node) : NULL;
 }
 
-static int cmp_free(const struct mt_rb_node *a, const struct mt_rb_node *b)
+static int cmp_free(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct vblock *x = node_vb(a), *y = node_vb(b);
 	int c = cmp_u64(x->stream, y->stream);
@@ -118,7 +118,7 @@ static int cmp_free(const struct mt_rb_node *a, const struct mt_rb_node *b)
 }
 
 /* Searches by a key block (stream, npages and va set). */
-static int key_free(const void *key, const struct mt_rb_node *n)
+static int key_free(const void *key, const struct rp_rb_node *n)
 {
 	return cmp_free(&((const struct vblock *)key)->node, n);
 }
@@ -146,13 +146,13 @@ static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
  * stream's slot exists: alloc_large made it before any block of the stream). */
 static void free_insert(struct stitch *p, struct vblock *v)
 {
-	mt_rb_insert(&p->free_tree, &v->node, cmp_free);
+	rp_rb_insert(&p->free_tree, &v->node, cmp_free);
 	stream_slot(p, v->stream)->pages += v->npages;
 }
 
 static void free_erase(struct stitch *p, struct vblock *v)
 {
-	mt_rb_erase(&p->free_tree, &v->node);
+	rp_rb_erase(&p->free_tree, &v->node);
 	stream_slot(p, v->stream)->pages -= v->npages;
 }
 
@@ -304,7 +304,7 @@ static void sum_allocated(struct stitch *p)
 
 static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t *address)
 {
-	int rc = mt_addrmap_put(&p->live, v->va, (uint64_t)(uintptr_t)v);
+	int rc = rp_addrmap_put(&p->live, v->va, (uint64_t)(uintptr_t)v);
 
 	if (rc < 0) {
 		free_insert(p, v);
@@ -325,7 +325,7 @@ static struct vblock *largest_free(struct stitch *p, uint64_t stream)
 	struct vblock key = {
 		.stream = stream, .npages = UINT64_MAX, .seq = UINT64_MAX, .va = UINT64_MAX
 	};
-	struct vblock *v = vb(mt_rb_floor(&p->free_tree, &key, key_free));
+	struct vblock *v = vb(rp_rb_floor(&p->free_tree, &key, key_free));
 
 	return v && v->stream == stream ? v : NULL;
 }
@@ -380,13 +380,13 @@ undo:
  * than `stream`, and the small pool's cache. */
 static int release_free(struct stitch *p, bool all, uint64_t stream)
 {
-	struct mt_rb_node *n = mt_rb_first(&p->free_tree);
+	struct rp_rb_node *n = rp_rb_first(&p->free_tree);
 
 	while (n) {
 		struct vblock *v = vb(n);
 		int rc;
 
-		n = mt_rb_next(n);
+		n = rp_rb_next(n);
 		if (!all && v->stream == stream)
 			continue;
 		free_erase(p, v);
@@ -400,7 +400,7 @@ static int release_free(struct stitch *p, bool all, uint64_t stream)
 static int alloc_large(struct stitch *p, uint64_t need, uint64_t stream, struct vblock **out)
 {
 	struct vblock key = { .stream = stream, .npages = need };
-	struct vblock *v = vb(mt_rb_lower_bound(&p->free_tree, &key, key_free));
+	struct vblock *v = vb(rp_rb_lower_bound(&p->free_tree, &key, key_free));
 	struct stream_pages *sp = stream_slot(p, stream);
 	uint64_t free_pages;
 	int rc;
@@ -450,7 +450,7 @@ static int stitch_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 	struct vblock *v;
 	uint64_t val;
 
-	if (!mt_addrmap_remove(&p->live, address, &val)) {
+	if (!rp_addrmap_remove(&p->live, address, &val)) {
 		int rc = p->small->ops->free(p->small, address, stream);
 
 		sum_allocated(p);
@@ -488,7 +488,7 @@ static int stitch_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 static void stitch_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct stitch *p = (struct stitch *)pol;
-	struct mt_rb_node *n = mt_rb_last(&p->free_tree);
+	struct rp_rb_node *n = rp_rb_last(&p->free_tree);
 	uint64_t largest = 0;
 
 	p->small->ops->stats(p->small, st);
@@ -498,8 +498,8 @@ static void stitch_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 
 		if (node_vb(n)->npages * p->page > largest)
 			largest = node_vb(n)->npages * p->page;
-		n = mt_rb_lower_bound(&p->free_tree, &key, key_free);
-		n = n ? mt_rb_prev(n) : NULL;
+		n = rp_rb_lower_bound(&p->free_tree, &key, key_free);
+		n = n ? rp_rb_prev(n) : NULL;
 	}
 	st->allocated += p->large_allocated;
 	st->requested += p->requested;
@@ -521,7 +521,7 @@ static void stitch_destroy(struct mt_policy *pol)
 			break;
 	if (p->small)
 		p->small->ops->destroy(p->small);
-	mt_addrmap_release(&p->live);
+	rp_addrmap_release(&p->live);
 	free(p->streams);
 	free(p);
 }
@@ -529,7 +529,7 @@ static void stitch_destroy(struct mt_policy *pol)
 static int stitch_create(struct mt_policy **out, struct mt_backend *b, const char *params,
                          char *err, size_t errlen)
 {
-	int rc = mt_params_parse("stitch", params, NULL, 0, err, errlen);
+	int rc = rp_params_parse("stitch", params, NULL, 0, err, errlen);
 	struct stitch *p;
 
 	if (rc < 0)
@@ -537,7 +537,7 @@ static int stitch_create(struct mt_policy **out, struct mt_backend *b, const cha
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->base.ops = &mt_policy_stitch;
+	p->base.ops = &rp_policy_stitch;
 	p->b = b;
 	p->page = mt_backend_granularity(b);
 	rc = mt_policy_create(&p->small, "caching", b, err, errlen);
@@ -549,7 +549,7 @@ static int stitch_create(struct mt_policy **out, struct mt_backend *b, const cha
 	return 0;
 }
 
-const struct mt_policy_ops mt_policy_stitch = {
+const struct mt_policy_ops rp_policy_stitch = {
 	.name = "stitch",
 	.summary = "GMLake-style stitching of free 2 MiB VMM pages into new virtual ranges",
 	.flags = MT_POLICY_NEEDS_VMM,

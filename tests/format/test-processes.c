@@ -4,8 +4,8 @@
  * child reported committed; four processes writing one trace at once leave
  * all their events, one device row for a shared uuid and string ids they
  * all agree on, and a meta count to which each adds its own share. A
- * killed writer's trace kept as FILE.old (mt_trace_keep_old)
- * keeps its -wal and every committed event. */
+ * killed writer's trace kept as FILE.1 (mt_trace_keep_previous) keeps its
+ * -wal and every committed event. */
 #include "config.h"
 
 #include <errno.h>
@@ -118,17 +118,20 @@ static void test_sigkill(void)
 	struct stat st;
 	CHECK(stat(wal, &st) == 0 && st.st_size > 0);
 
-	/* Kept as FILE.old (a new recording to the same name), the -wal goes
+	/* Kept as FILE.1 (a new recording to the same name), the -wal goes
 	 * with it: nothing the killed writer committed is lost. */
-	char old[300], old_wal[320], old_shm[320];
-	snprintf(old, sizeof(old), "%s.old", path);
+	char old[300], old_wal[320], old_shm[320], kept[320], err[512];
+	snprintf(old, sizeof(old), "%s.1", path);
 	snprintf(old_wal, sizeof(old_wal), "%s-wal", old);
 	snprintf(old_shm, sizeof(old_shm), "%s-shm", old);
 	remove_trace(old);
-	CHECK(mt_trace_keep_old(path) == 0);
+	CHECKF(mt_trace_keep_previous(path, kept, sizeof(kept), err, sizeof(err)) == 1, "%s", err);
+	CHECK(strcmp(kept, old) == 0);
 	CHECK(access(path, F_OK) != 0 && access(wal, F_OK) != 0);
 	CHECK(stat(old_wal, &st) == 0 && st.st_size > 0);
-	CHECK(mt_trace_keep_old(path) == 0); /* nothing there: nothing to do */
+	/* nothing there: nothing to do */
+	CHECK(mt_trace_keep_previous(path, kept, sizeof(kept), err, sizeof(err)) == 0);
+	CHECK(kept[0] == '\0');
 
 	uint64_t n;
 	read_all_events(old, &n);

@@ -57,9 +57,7 @@ static void test_trim_on_oom(void)
 
 int main(void)
 {
-	test_reuse_within_stream();
-	test_trim_on_oom();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	TEST(test_reuse_within_stream);
+	TEST(test_trim_on_oom);
+	return check_done();
 }

@@ -129,14 +129,17 @@ static int step(struct gen *g, unsigned s, uint64_t *weight_grads, uint64_t *ada
 	uint64_t n = g->n, act[L], scores[L], data = 0, data_bytes = 0, tmp,
 	         branch[BRANCH_REQUESTS];
 	uint64_t act_bytes = mp->act * n, quad_bytes = mp->quad * n * n, start = g->t + 1;
+	uint64_t tmp_bytes = n < mp->other_path_below ? act_bytes / 2 + 4096 : act_bytes / 2;
+	uint64_t grad_bytes = n < mp->other_path_below ? act_bytes + 8192 : act_bytes;
 	int rc = 0;
 	for (unsigned l = 0; rc == 0 && l < L; l++) {
 		if (mp->workspace_at == n && l == 0 && s == 0)
-			rc = alloc(g, SITE_WORKSPACE, 4 * MiB, &tmp); /* kept, as cuBLAS keeps it */
+			rc = alloc(g, SITE_WORKSPACE, 4 * MiB + 512,
+			           &tmp); /* kept, as cuBLAS keeps it */
 		if (rc == 0)
 			rc = alloc(g, SITE_ACT, act_bytes, &act[l]);
-		if (rc == 0 && (rc = alloc(g, SITE_TMP, act_bytes / 2, &tmp)) == 0)
-			rc = release(g, tmp, act_bytes / 2);
+		if (rc == 0 && (rc = alloc(g, SITE_TMP, tmp_bytes, &tmp)) == 0)
+			rc = release(g, tmp, tmp_bytes);
 		if (rc == 0 && quad_bytes)
 			rc = alloc(g, SITE_SCORES, quad_bytes, &scores[l]);
 		if (rc == 0 && mp->data_size && l == 0) {
@@ -144,19 +147,16 @@ static int step(struct gen *g, unsigned s, uint64_t *weight_grads, uint64_t *ada
 			data_bytes = act_bytes * (30 + mix(n * 131 + s) % 71) / 100;
 			rc = alloc(g, SITE_DATA, data_bytes, &data);
 		}
-		if (rc == 0 && mp->branch_at == n && l == L / 2) {
+		if (rc == 0 && mp->branch_at == n && l == L / 2)
 			for (unsigned k = 0; rc == 0 && k < BRANCH_REQUESTS; k++)
 				rc = alloc(g, SITE_BRANCH + k, act_bytes / 4, &branch[k]);
-			for (unsigned k = 0; rc == 0 && k < BRANCH_REQUESTS; k++)
-				rc = release(g, branch[k], act_bytes / 4);
-		}
 	}
 	if (rc == 0 && (rc = range(g, 0, start)) == 0)
 		rc = sample(g);
 	start = g->t + 1;
 	for (unsigned l = L; rc == 0 && l-- > 0;) {
 		uint64_t grad, grad_scores;
-		if ((rc = alloc(g, SITE_GRAD_ACT, act_bytes, &grad)) == 0 && quad_bytes &&
+		if ((rc = alloc(g, SITE_GRAD_ACT, grad_bytes, &grad)) == 0 && quad_bytes &&
 		    (rc = alloc(g, SITE_GRAD_SCORES, quad_bytes, &grad_scores)) == 0)
 			rc = release(g, grad_scores, quad_bytes);
 		if (rc == 0 && quad_bytes)
@@ -165,10 +165,13 @@ static int step(struct gen *g, unsigned s, uint64_t *weight_grads, uint64_t *ada
 			rc = release(g, act[l], act_bytes);
 		if (rc == 0 && l == 0 && data)
 			rc = release(g, data, data_bytes);
+		if (mp->branch_at == n && l == L / 2) /* the branch's activations */
+			for (unsigned k = 0; rc == 0 && k < BRANCH_REQUESTS; k++)
+				rc = release(g, branch[k], act_bytes / 4);
 		if (rc == 0 && s == 0)
 			rc = alloc(g, SITE_GRAD_WEIGHT, mp->weight, &weight_grads[l]);
 		if (rc == 0)
-			rc = release(g, grad, act_bytes);
+			rc = release(g, grad, grad_bytes);
 	}
 	if (rc == 0)
 		rc = range(g, 1, start);

@@ -11,10 +11,11 @@
  * backward frees them in reverse with gradients of the same sizes. Options
  * add what a real run has: a workspace allocated only at one N (tolerated
  * by the alignment), a data-dependent branch taken only at one N (a block
- * of extra requests: refused) and a request whose size depends on data, not
- * on N (refused). Samples of the device memory in use give the anatomy a
- * CUDA context of `context` bytes and `outside` bytes outside the process,
- * beside the allocator's one driver-layer segment.
+ * of extra activations kept for backward: refused) and a request whose size
+ * depends on data, not on N (refused), and a size threshold below which
+ * the run takes another code path (that input left out). Samples of the device memory in use give
+ * the anatomy a CUDA context of `context` bytes and `outside` bytes outside the process, beside the
+ * allocator's one driver-layer segment.
  */
 #ifndef MEMTRACE_TESTS_MODEL_TRACE_H
 #define MEMTRACE_TESTS_MODEL_TRACE_H
@@ -28,14 +29,16 @@ struct model_params {
 	uint64_t weight;       /* bytes of each layer's weight */
 	uint64_t act;          /* bytes per unit of N of an activation */
 	uint64_t quad;         /* bytes per N^2 of attention scores (0: none) */
-	uint64_t workspace_at; /* N at which a 4 MiB workspace is taken in forward (0: never) */
+	uint64_t workspace_at; /* N at which a workspace (4 MiB) is taken in forward (0: never) */
 	uint64_t branch_at;    /* N at which a branch of 12 extra requests runs (0: never) */
 	bool data_size;        /* one request per step whose size depends on data */
-	uint64_t device_total; /* the device's total bytes */
-	uint64_t segment;      /* a driver-layer segment held throughout (0: none, then
-	                          the anatomy takes the requests as the allocator's memory) */
-	uint64_t context;      /* CUDA context and libraries, in the samples */
-	uint64_t outside;      /* memory outside the process, in the samples */
+	uint64_t other_path_below; /* below this N, every temporary and activation gradient
+	                              takes another size (another code path, as at batch 1) */
+	uint64_t device_total;     /* the device's total bytes */
+	uint64_t segment;          /* a driver-layer segment held throughout (0: none, then
+	                              the anatomy takes the requests as the allocator's memory) */
+	uint64_t context;          /* CUDA context and libraries, in the samples */
+	uint64_t outside;          /* memory outside the process, in the samples */
 };
 
 /* The defaults: 12 layers, 3 steps, 8 MiB weights, 2 MiB activations per

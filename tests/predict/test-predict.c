@@ -82,61 +82,72 @@ static void test_fit_eval_floor(void)
 
 /* ---- alignment ------------------------------------------------------------------ */
 
-static int align(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, uint32_t *ma,
-                 uint32_t *mb, size_t *sa, size_t *sb)
+struct tokens {
+	const uint64_t *a, *b;
+};
+
+static bool same(void *ctx, size_t i, size_t j)
 {
-	return pr_align(a, na, b, nb, 8, 8, ma, mb, sa, sb);
+	const struct tokens *t = ctx;
+	return t->a[i] == t->b[j];
+}
+
+static size_t unmatched(const uint32_t *m, size_t n)
+{
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		u += m[i] == PR_NONE;
+	return u;
 }
 
 static void test_align(void)
 {
 	/* a repeating layer pattern, as a model's layers make */
 	uint64_t a[60], b[61], c[59];
-	uint32_t ma[61], mb[61];
-	size_t sa, sb;
+	uint32_t ma[72], mb[72];
 	for (size_t i = 0; i < 60; i++)
 		a[i] = 10 + i % 5;
 	/* b: a with an extra token (a workspace) after position 23 */
 	memcpy(b, a, 24 * sizeof(uint64_t));
 	b[24] = 99;
 	memcpy(b + 25, a + 24, 36 * sizeof(uint64_t));
-	REQUIRE(align(a, 60, b, 61, ma, mb, &sa, &sb) == 0);
+	struct tokens t = { a, b };
+	REQUIRE(pr_align(60, 61, same, &t, 100, ma, mb) == 0);
 	CHECK(mb[24] == PR_NONE && ma[23] == 23 && ma[24] == 25 && ma[59] == 60);
-	size_t unmatched = 0;
-	for (size_t i = 0; i < 60; i++)
-		unmatched += ma[i] == PR_NONE;
-	CHECK(unmatched == 0);
+	CHECK(unmatched(ma, 60) == 0 && unmatched(mb, 61) == 1);
 	/* c: a without position 40 */
 	memcpy(c, a, 40 * sizeof(uint64_t));
 	memcpy(c + 40, a + 41, 19 * sizeof(uint64_t));
-	REQUIRE(align(a, 60, c, 59, ma, mb, &sa, &sb) == 0);
-	unmatched = 0;
-	for (size_t i = 0; i < 60; i++)
-		unmatched += ma[i] == PR_NONE;
-	CHECK(unmatched == 1 && ma[59] == 58);
-	/* a trailing extra token */
-	REQUIRE(align(a, 60, a, 59, ma, mb, &sa, &sb) == 0);
+	t.b = c;
+	REQUIRE(pr_align(60, 59, same, &t, 100, ma, mb) == 0);
+	CHECK(unmatched(ma, 60) == 1 && ma[59] == 58);
+	/* a trailing extra token; then a long branch of new tokens in the middle */
+	t.b = a;
+	REQUIRE(pr_align(60, 59, same, &t, 100, ma, mb) == 0);
 	CHECK(ma[59] == PR_NONE && ma[58] == 58);
+	uint64_t d[72];
+	memcpy(d, a, 30 * sizeof(uint64_t));
+	for (size_t k = 0; k < 12; k++)
+		d[30 + k] = 200 + k;
+	memcpy(d + 42, a + 30, 30 * sizeof(uint64_t));
+	t.b = d;
+	REQUIRE(pr_align(60, 72, same, &t, 100, ma, mb) == 0);
+	CHECK(unmatched(ma, 60) == 0 && unmatched(mb, 72) == 12 && ma[30] == 42);
 }
 
-static void test_align_diverges(void)
+static void test_align_bounded(void)
 {
-	uint64_t a[60], b[72];
-	uint32_t ma[72], mb[72];
-	size_t sa = 0, sb = 0;
-	for (size_t i = 0; i < 60; i++)
-		a[i] = 10 + i % 5;
-	/* a branch of 12 tokens after position 30 */
-	memcpy(b, a, 30 * sizeof(uint64_t));
-	for (size_t k = 0; k < 12; k++)
-		b[30 + k] = 200 + k;
-	memcpy(b + 42, a + 30, 30 * sizeof(uint64_t));
-	CHECK(align(a, 60, b, 72, ma, mb, &sa, &sb) == -EDOM);
-	CHECKF(sa == 30 && sb == 30, "stopped at %zu, %zu", sa, sb);
-	/* different streams from the start */
-	for (size_t k = 0; k < 60; k++)
-		b[k] = 500 + k;
-	CHECK(align(a, 60, b, 60, ma, mb, &sa, &sb) == -EDOM && sa == 0 && sb == 0);
+	uint64_t a[60], b[60];
+	uint32_t ma[60], mb[60];
+	for (size_t i = 0; i < 60; i++) {
+		a[i] = i;
+		b[i] = 500 + i;
+	}
+	struct tokens t = { a, b };
+	/* nothing in common: 120 differences, more than allowed */
+	CHECK(pr_align(60, 60, same, &t, 100, ma, mb) == -EDOM);
+	REQUIRE(pr_align(60, 60, same, &t, 120, ma, mb) == 0);
+	CHECK(unmatched(ma, 60) == 60);
 }
 
 /* ---- whole predictions --------------------------------------------------------------- */
@@ -215,7 +226,7 @@ static void test_affine_model(void)
 	REQUIRE(build("affine", &mp, (uint64_t[]){ 1, 2, 4 }, 3, &p, err, sizeof(err)) == 0);
 	mt_predictor_summary(p, &s);
 	CHECK(s.reference == 2 && s.aligned_fraction == 1.0);
-	CHECK(s.fit.approximate == 0 && s.fit.quadratic == 0 && s.fit.partial == 0);
+	CHECK(s.fit.inconsistent == 0 && s.fit.quadratic == 0 && s.fit.partial == 0);
 	CHECK(s.fit.affine == 3ull * 12 * 3 && s.fit.constant > 0);
 	CHECK(!strcmp(s.policy, "caching"));
 	for (uint64_t n = 1; n <= 120; n = n < 8 ? n + 3 : n * 2 - 1)
@@ -276,6 +287,27 @@ static void test_workspace_tolerated(void)
 	mt_predictor_free(p);
 }
 
+static void test_other_path_left_out(void)
+{
+	struct model_params mp;
+	struct mt_predictor *p = NULL;
+	struct mt_predict_summary s;
+	char err[1024];
+	model_params_default(&mp);
+	mp.other_path_below = 2;
+	REQUIRE(build("path", &mp, (uint64_t[]){ 1, 2, 4 }, 3, &p, err, sizeof(err)) == 0);
+	mt_predictor_summary(p, &s);
+	CHECK(mt_predictor_input(p, 0)->left_out && !mt_predictor_input(p, 1)->left_out);
+	CHECK(mt_predictor_input(p, 0)->aligned == 0 && s.fit.inconsistent == 0);
+	check_exact(p, "path", &mp, 2);
+	check_exact(p, "path", &mp, 24);
+	mt_predictor_free(p);
+	/* from two inputs the smaller cannot be judged: nothing is left out */
+	REQUIRE(build("path", &mp, (uint64_t[]){ 1, 4 }, 2, &p, err, sizeof(err)) == 0);
+	CHECK(!mt_predictor_input(p, 0)->left_out);
+	mt_predictor_free(p);
+}
+
 static void test_branch_refused(void)
 {
 	struct model_params mp;
@@ -285,7 +317,8 @@ static void test_branch_refused(void)
 	mp.branch_at = 2;
 	int rc = build("branch", &mp, (uint64_t[]){ 1, 2, 4 }, 3, &p, err, sizeof(err));
 	CHECK(rc == -EDOM && !p);
-	CHECKF(strstr(err, "diverge") && strstr(err, "branch-n2.db (N=2)") &&
+	CHECKF(strstr(err, "diverge") && strstr(err, "N=1 and N=4 agree and N=2 does not") &&
+	               strstr(err, "branch-n2.db (N=2) at request") &&
 	               strstr(err, "Block.refine") && strstr(err, "range 'forward'"),
 	       "%s", err);
 }
@@ -370,10 +403,11 @@ int main(void)
 	TEST(test_fit_refuses_false_quadratics);
 	TEST(test_fit_eval_floor);
 	TEST(test_align);
-	TEST(test_align_diverges);
+	TEST(test_align_bounded);
 	TEST(test_affine_model);
 	TEST(test_quadratic_model);
 	TEST(test_workspace_tolerated);
+	TEST(test_other_path_left_out);
 	TEST(test_branch_refused);
 	TEST(test_data_size_refused);
 	TEST(test_capacity_and_max_fit);

@@ -6,7 +6,7 @@
  * segments view draws (vw_segmap_policy) holds exactly the reserved bytes
  * the replay held then, and at least the live bytes. The same run's
  * decimated series and peak are checked to be states of that run. Skips
- * (77) when no sample trace is there. */
+ * when no sample trace is there. */
 #include "config.h"
 
 #include <glob.h>
@@ -147,7 +147,7 @@ int main(void)
 	snprintf(pattern, sizeof(pattern), "%s/samples/traces/*.db", root);
 	if (glob(pattern, 0, NULL, &g) != 0) {
 		printf("1..0 # SKIP no sample traces\n");
-		return 77;
+		return 0;
 	}
 	for (size_t i = 0; i < g.gl_pathc; i++) {
 		const char *name = strrchr(g.gl_pathv[i], '/') + 1;

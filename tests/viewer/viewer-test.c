@@ -199,6 +199,7 @@ int vt_write_trace(const char *path, enum vt_trace which)
 
 	if (!w)
 		return -ENOMEM;
+	unlink(path); /* a fresh trace, not events appended to an old one */
 	rc = mt_writer_open(w, path, MT_WRITER_CREATE);
 	rc = rc ? rc : mt_writer_set_meta(w, "capture", "requests");
 	rc = rc ? rc : mt_writer_add_process(w, &proc, &pid);
