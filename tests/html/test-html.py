@@ -79,7 +79,7 @@ def compare_moment(name, page, trace, t):
     if (want is None) != (got is None):
         fail("%s +%dns: anatomy %s, report %s" % (name, t, got is not None, want is not None))
     elif want:
-        for key in ("at_ns", "measured_at_ns", "sample_at_ns", "sampled_bytes", "parts"):
+        for key in ("at_ns", "measured_at_ns", "reading_at_ns", "reading_bytes", "parts"):
             if got[key] != want[key]:
                 fail("%s +%dns: anatomy %s %s, report %s" % (name, t, key, got[key], want[key]))
     top = rep["top_at"]

@@ -79,10 +79,14 @@ MT.drawAnatomy = function (data, at, bar, table) {
       (unknown || !total ? "" : (100 * v / total).toFixed(1) + "%") + "</td><td>" +
       (k === 4 && data.meta.layer !== 1 ? "live allocations" : MT.PART_LABELS[k]) + "</td></tr>";
   }
+  // in the words of mt_anatomy_reading
+  const away = Math.abs(a.sample_at - at);
+  const reading = !a.available ? "no reading of the device memory in use"
+    : "the reading at +" + MT.dur(a.sample_at) + (away === 0 ? ", taken at that moment"
+      : ", " + MT.dur(away) + (a.sample_at > at ? " after" : " before") + ", when the allocator held " +
+        (a.measured_at === a.at ? "the same segments" : "other segments (every part is measured then)"));
   const head = "<tr><td></td><td class=n>" + (a.available ? MT.bytes(a.sampled) : "") +
-    "</td><td></td><td>" + (a.available ? "device memory in use, sample at +" + MT.dur(a.sample_at) +
-      (a.measured_at === a.at ? " (same segments)" : " (parts measured at the sample)")
-      : "no samples of the device memory in use") + "</td></tr>";
+    "</td><td></td><td>device memory in use: " + MT.esc(reading) + "</td></tr>";
   table.innerHTML = "<tr><td colspan=4><b>at +" + MT.dur(at) + "</b> (" + at + " ns)</td></tr>" + head + rows;
   return a;
 };
