@@ -40,7 +40,7 @@ int fmt_schema_create(sqlite3 *db, const char *path, char *msg);
 /* Whether TABLE has COLUMN (false also when it cannot be told). */
 bool fmt_schema_has_column(sqlite3 *db, const char *table, const char *column);
 
-/* Adds the columns that version 1 gained after its first traces (FORMAT.md,
+/* Adds the columns that version 1 gained after its first traces (docs/FORMAT.md,
  * "Compatibility") to a trace that lacks them; inside the caller's write
  * transaction. Returns 0 or a negative errno with a message. */
 int fmt_schema_add_later_columns(sqlite3 *db, const char *path, char *msg);

@@ -1,5 +1,5 @@
 /* inject-capture.c — what the trace holds of this process's own requests:
- * its capture label (processes.capture, FORMAT.md).
+ * its capture label (processes.capture, docs/FORMAT.md).
  *
  * The label is decided inside the process, by the code that knows, never
  * inherited from a parent:

@@ -1,5 +1,5 @@
 /* test-later-columns.c — the columns version 1 gained after its first
- * traces (FORMAT.md, "Compatibility"): processes.capture and
+ * traces (docs/FORMAT.md, "Compatibility"): processes.capture and
  * devices.pci_bus_id are written, updated and read back in a new trace; a
  * trace written before them (the old schema, made here with SQLite) reads
  * them as "", and a writer that opens it adds them before it writes.

@@ -95,7 +95,7 @@ def info(trace):
 
 def from_csv(path, layer):
     """From the CSV export: the driver layer's peak per device, pairing as
-    FORMAT.md does (an alloc over an open one leaves the earlier counted),
+    docs/FORMAT.md does (an alloc over an open one leaves the earlier counted),
     and the buffers a MiniMalloc export of `layer` holds (its allocs and
     its frees of memory never seen allocated)."""
     live, total, peak = {}, {}, {}

@@ -182,7 +182,7 @@ def test_user_setup(tmp, hook_dir):
 # A stand-in for the injection library: writes a trace at MEMTRACE_OUTPUT
 # ('%p' becomes the pid and, for the second file, the pid + 1) with the
 # processes given as JSON [[pid, command line, capture], ...], one per file
-# with '%p'. The schema is FORMAT.md's.
+# with '%p'. The schema is docs/FORMAT.md's.
 WRITER = """
 import json, os, sqlite3, sys
 SCHEMA = '''
