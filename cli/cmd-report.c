@@ -265,6 +265,21 @@ static void print_oom(const struct mt_report *rep, const struct mt_report_oom *o
 	}
 }
 
+/* The allocator a PyTorch snapshot's run used (import keeps its settings),
+ * and the replay policy that models it. */
+static void print_allocator(struct mt_reader *r)
+{
+	const char *text = mt_reader_meta(r, "allocator_settings");
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *e = json_object_get(j, "expandable_segments");
+
+	if (json_is_boolean(e))
+		printf("allocator: PyTorch's caching allocator%s (replay --policy %s)\n",
+		       json_is_true(e) ? " with expandable segments" : "",
+		       json_is_true(e) ? "expandable" : "caching");
+	json_decref(j);
+}
+
 static void print_device(const struct mt_report *rep, bool at_set)
 {
 	const struct mt_analysis *d = &rep->data;
@@ -282,6 +297,7 @@ static void print_device(const struct mt_report *rep, bool at_set)
 		printf("partial history from +%s (what was live then is reconstructed)\n",
 		       dur(since(rep, strtoull(mt_reader_meta(d->r, "history_from"), NULL, 10)),
 		           a));
+	print_allocator(d->r);
 	if (rep->peak_bytes)
 		printf("\nPeak live %s: %s at +%s (%.1f%% of the device)\n", what,
 		       sz(rep->peak_bytes, a), dur(since(rep, rep->peak_at), b),
