@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "memtrace-common.h"
 #include "report-print.h"
 
@@ -318,6 +320,21 @@ static void print_oom(const struct mt_report *rep, size_t i)
 	print_verdicts(rep, o);
 }
 
+/* The allocator a PyTorch snapshot's run used (import keeps its settings),
+ * and the replay policy that models it. */
+static void print_allocator(struct mt_reader *r)
+{
+	const char *text = mt_reader_meta(r, "allocator_settings");
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *e = json_object_get(j, "expandable_segments");
+
+	if (json_is_boolean(e))
+		printf("allocator: PyTorch's caching allocator%s (replay --policy %s)\n",
+		       json_is_true(e) ? " with expandable segments" : "",
+		       json_is_true(e) ? "expandable" : "caching");
+	json_decref(j);
+}
+
 static void print_ooms(const struct mt_report *rep)
 {
 	size_t i;
@@ -353,6 +370,7 @@ void cli_report_text(const struct mt_report *rep, const struct mt_report_options
 		       dur(cli_report_since(
 		                   rep, strtoull(mt_reader_meta(d->r, "history_from"), NULL, 10)),
 		           a));
+	print_allocator(d->r);
 	if (rep->peak_bytes) {
 		printf("\nPeak live %s: %s at +%s (%.1f%% of the device)\n", what(rep),
 		       sz(rep->peak_bytes, a), dur(cli_report_since(rep, rep->peak_at), b),
