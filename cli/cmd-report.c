@@ -495,7 +495,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 	uint32_t *ids = NULL;
 	size_t n = 0, i;
 	json_t *top = NULL, *devices = NULL;
-	char err[512];
+	char err[512], note[160];
 	int rc = mt_analyze_devices(r, &ids, &n, err, sizeof(err));
 
 	if (rc < 0) {
@@ -507,6 +507,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 		cli_error(CMD, "%s holds no allocations", path);
 		return CLI_EXIT_FAILURE;
 	}
+	cli_incomplete_note(r, note, sizeof(note));
 	cli_progress_start(&prog, "report", 100);
 	prog.enabled = prog.enabled && trace_events(r) > PROGRESS_EVENTS;
 	opt.progress = on_progress;
@@ -516,6 +517,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 		devices = json_array();
 		json_object_set_new(top, "trace", json_string(path));
 		json_object_set_new(top, "capture", jstr(mt_reader_meta(r, "capture")));
+		json_object_set_new(top, "complete", json_boolean(!*note));
 	}
 	for (i = 0; i < n && rc == 0; i++) {
 		struct mt_device_report rep;
@@ -532,7 +534,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 			json_array_append_new(devices, d);
 		} else {
 			if (i == 0)
-				printf("memtrace report: %s\n", path);
+				printf("memtrace report: %s\n%s%s", path, note, *note ? "\n" : "");
 			printf("\n");
 			print_device(&rep, opt.at_set);
 		}
