@@ -14,6 +14,7 @@
 
 #include "cli-util.h"
 #include "memtrace-common.h"
+#include "memtrace-replay.h"
 
 static void vprint_line(const char *cmd, const char *suffix, const char *fmt, va_list ap)
 {
@@ -239,6 +240,14 @@ void cli_progress_update(struct cli_progress *p, uint64_t done)
 	fflush(stderr);
 }
 
+void cli_progress_callback(void *arg, uint64_t done, uint64_t total)
+{
+	struct cli_progress *p = arg;
+
+	p->total = total;
+	cli_progress_update(p, done);
+}
+
 void cli_progress_done(struct cli_progress *p)
 {
 	if (p->enabled && p->last_draw_ns)
@@ -250,4 +259,58 @@ int cli_not_built(const char *cmd, const char *why)
 {
 	cli_error(cmd, "not built yet (%s)", why);
 	return CLI_EXIT_FAILURE;
+}
+
+/* Splits "a,b:k=v,k=v,c" into specs: a token starts a new spec when it has
+ * a ':' or no '='; else it is one more parameter of the spec before it. */
+static int split_policies(const char *arg, char specs[][CLI_POLICY_SPEC], size_t max, size_t *n)
+{
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "%s", arg);
+	*n = 0;
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		bool param = strchr(tok, '=') && !strchr(tok, ':');
+		if (param && *n) {
+			size_t len = strlen(specs[*n - 1]);
+			snprintf(specs[*n - 1] + len, CLI_POLICY_SPEC - len, ",%s", tok);
+			continue;
+		}
+		if (*n == max)
+			return -E2BIG;
+		snprintf(specs[(*n)++], CLI_POLICY_SPEC, "%s", tok);
+	}
+	return 0;
+}
+
+static int check_policy(const char *cmd, const char *spec)
+{
+	char name[CLI_POLICY_SPEC], valid[512] = "";
+	snprintf(name, sizeof(name), "%s", spec);
+	name[strcspn(name, ":")] = '\0';
+	if (mt_policy_find(name))
+		return CLI_EXIT_OK;
+	size_t used = 0;
+	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
+		used += (size_t)snprintf(valid + used, sizeof(valid) - used, "%s%s",
+		                         used ? ", " : "", (*p)->name);
+	return cli_usage_error(cmd, "unknown policy '%s' (valid: %s, all)", name, valid);
+}
+
+int cli_policy_specs(const char *cmd, const char *arg, char specs[][CLI_POLICY_SPEC], size_t max,
+                     size_t *n)
+{
+	int rc;
+	*n = 0;
+	if (!strcmp(arg, "all")) {
+		for (const struct mt_policy_ops *const *p = mt_policy_list(); *p && *n < max; p++)
+			snprintf(specs[(*n)++], CLI_POLICY_SPEC, "%s", (*p)->name);
+		return CLI_EXIT_OK;
+	}
+	if (split_policies(arg, specs, max, n) < 0 || *n == 0)
+		return cli_usage_error(cmd, "--policy: bad list '%s'", arg);
+	for (size_t i = 0; i < *n; i++)
+		if ((rc = check_policy(cmd, specs[i])) != CLI_EXIT_OK)
+			return rc;
+	return CLI_EXIT_OK;
 }

@@ -93,6 +93,20 @@ struct cli_progress {
 void cli_progress_start(struct cli_progress *p, const char *what, uint64_t total);
 void cli_progress_update(struct cli_progress *p, uint64_t done);
 void cli_progress_done(struct cli_progress *p);
+/* The same as a library's progress callback: arg is a started
+ * struct cli_progress; total replaces its total. */
+void cli_progress_callback(void *arg, uint64_t done, uint64_t total);
+
+/* The longest policy spec ("NAME:key=value,...") a command keeps. */
+#define CLI_POLICY_SPEC 128
+
+/* Reads a --policy argument into at most max specs: "all" (every policy),
+ * or a comma-separated list of NAME or NAME:key=value,key=value (a token
+ * with '=' and no ':' is one more parameter of the spec before it). An
+ * unknown name or a bad list prints one usage line naming the valid
+ * policies and returns CLI_EXIT_USAGE, else CLI_EXIT_OK. */
+int cli_policy_specs(const char *cmd, const char *arg, char specs[][CLI_POLICY_SPEC], size_t max,
+                     size_t *n);
 
 /* For a command this build or this version does not have yet: prints
  * "memtrace CMD: not built yet (WHY)" and returns CLI_EXIT_FAILURE. */

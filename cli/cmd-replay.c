@@ -10,11 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli-util.h"
 #include "commands.h"
 #include "memtrace-common.h"
+#include "memtrace-analyze.h"
 #include "memtrace-replay.h"
+#include "replay-fragmentation.h"
 
 #define CMD "replay"
 #define SERIES_POINTS 2000
@@ -28,9 +31,10 @@ static void on_sigint(int sig)
 }
 
 struct outcome {
-	char spec[128];
+	char spec[CLI_POLICY_SPEC];
 	struct mt_replay_result res;
-	uint64_t min_capacity; /* 0 = not asked */
+	uint64_t min_capacity;         /* 0 = not asked */
+	struct cli_fragmentation frag; /* at the peak of live bytes */
 };
 
 static void usage(FILE *f)
@@ -61,55 +65,18 @@ static void usage(FILE *f)
 	        "calls/iter (driver_calls_per_iteration in --json): driver calls per step of\n"
 	        "a training loop, where steps start with the trace's most frequent outermost\n"
 	        "NVTX range (at least 3); the first step is left out. Shown when known.\n"
+	        "cpu s (seconds in --json): CPU seconds of the policy's replay. Under sim the\n"
+	        "policies replay at once, a thread each, sharing one pass over the trace,\n"
+	        "whose reading is not counted (stream_seconds in --json).\n"
+	        "frag (fragmentation in --json): free space inside segments that hold a\n"
+	        "live block, as a share of the bytes reserved, when the policy first holds\n"
+	        "the peak of live bytes; - when the policy cannot list its segments or ran\n"
+	        "out of memory before.\n"
 	        "\n"
 	        "policies:\n",
 	        CLI_DEFAULT_TRACE);
 	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
 		fprintf(f, "  %-11s %s\n", (*p)->name, (*p)->summary);
-}
-
-/* Splits "a,b:k=v,k=v,c" into specs: a token starts a new spec when it has
- * a ':' or no '='; else it is one more parameter of the spec before it. */
-static int split_policies(const char *arg, char specs[][128], size_t *n)
-{
-	char buf[1024];
-	snprintf(buf, sizeof(buf), "%s", arg);
-	*n = 0;
-	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		bool param = strchr(tok, '=') && !strchr(tok, ':');
-		if (param && *n) {
-			size_t len = strlen(specs[*n - 1]);
-			snprintf(specs[*n - 1] + len, 128 - len, ",%s", tok);
-			continue;
-		}
-		if (*n == MAX_POLICIES)
-			return -E2BIG;
-		snprintf(specs[(*n)++], 128, "%s", tok);
-	}
-	return 0;
-}
-
-static int expand_all(char specs[][128], size_t *n)
-{
-	*n = 0;
-	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p && *n < MAX_POLICIES; p++)
-		snprintf(specs[(*n)++], 128, "%s", (*p)->name);
-	return 0;
-}
-
-static int check_policy(const char *spec)
-{
-	char name[128], valid[512] = "";
-	snprintf(name, sizeof(name), "%s", spec);
-	name[strcspn(name, ":")] = '\0';
-	if (mt_policy_find(name))
-		return CLI_EXIT_OK;
-	size_t used = 0;
-	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
-		used += (size_t)snprintf(valid + used, sizeof(valid) - used, "%s%s",
-		                         used ? ", " : "", (*p)->name);
-	return cli_usage_error(CMD, "unknown policy '%s' (valid: %s, all)", name, valid);
 }
 
 static int pick_backend(const char *arg, enum mt_backend_kind *kind)
@@ -147,7 +114,12 @@ static json_t *result_json(const struct outcome *o)
 	json_object_set_new(j, "peak_allocated_rounded",
 	                    json_integer((json_int_t)r->peak_allocated_rounded));
 	json_object_set_new(j, "peak_reserved", json_integer((json_int_t)r->peak_reserved));
-	json_object_set_new(j, "fragmentation", json_real(r->fragmentation));
+	json_object_set_new(
+	        j, "fragmentation",
+	        o->frag.known ? json_real(mt_fragmentation_share(o->frag.bytes, o->frag.reserved))
+	                      : json_null());
+	json_object_set_new(j, "fragmentation_bytes",
+	                    o->frag.known ? json_integer((json_int_t)o->frag.bytes) : json_null());
 	json_object_set_new(
 	        j, "driver_calls",
 	        json_pack("{s:I,s:I,s:I,s:I}", "alloc", (json_int_t)r->driver.alloc_calls, "free",
@@ -176,47 +148,136 @@ static json_t *result_json(const struct outcome *o)
 		                    json_pack("{s:I,s:I}", "p50", (json_int_t)r->latency_p50_ns,
 		                              "p99", (json_int_t)r->latency_p99_ns));
 	json_object_set_new(j, "seconds", json_real(r->seconds));
+	json_object_set_new(j, "stream_seconds", json_real(r->stream_seconds));
 	return j;
+}
+
+/* Progress on a terminal (stderr) once a replay has run for a second:
+ * events done, events per second, time left; redrawn ten times a second. */
+struct progress {
+	const char *what;
+	uint64_t start_ns, last_ns;
+	bool tty, drawn;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A count in thousands or millions ("850 k", "12.3 M"). */
+static const char *count(uint64_t n, char *buf, size_t len)
+{
+	if (n >= 1000000)
+		snprintf(buf, len, "%.1f M", (double)n / 1e6);
+	else if (n >= 1000)
+		snprintf(buf, len, "%.0f k", (double)n / 1e3);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)n);
+	return buf;
 }
 
 static void progress(void *data, uint64_t done, uint64_t total)
 {
-	cli_progress_update(data, done);
+	struct progress *p = data;
+	uint64_t now = now_ns();
+	char a[32], b[32], c[32], d[32];
+	if (!p->tty || now - p->start_ns < 1000000000u || now - p->last_ns < 100000000u || !done ||
+	    done >= total)
+		return;
+	double secs = (double)(now - p->start_ns) / 1e9, rate = (double)done / secs;
+	p->last_ns = now;
+	p->drawn = true;
+	fprintf(stderr, "\r\033[K%s: %s of %s events, %s events/s, %s left", p->what,
+	        count(done, a, sizeof(a)), count(total, b, sizeof(b)),
+	        count((uint64_t)rate, c, sizeof(c)),
+	        mt_duration_format((uint64_t)((double)(total - done) / rate * 1e9), d, sizeof(d)));
+	fflush(stderr);
 }
 
-/* Replays one policy (and searches its minimum capacity when asked). */
-static int run_one(const struct mt_request_stream *s, struct mt_replay_options *opt, bool find_min,
-                   struct outcome *o)
+static void progress_start(struct progress *p, const char *what)
 {
-	char err[256], what[160];
-	struct cli_progress prog;
-	snprintf(what, sizeof(what), "replay %s", o->spec);
-	cli_progress_start(&prog, what, mt_request_stream_events(s));
+	*p = (struct progress){ .what = what, .start_ns = now_ns(), .tty = isatty(STDERR_FILENO) };
+}
+
+static void progress_done(struct progress *p)
+{
+	if (p->drawn)
+		fputs("\r\033[K", stderr);
+	p->drawn = false;
+}
+
+/* The smallest capacity without OOM for o's policy. */
+static int find_min(const struct mt_request_stream *s, struct mt_replay_options *opt,
+                    struct outcome *o, char *err, size_t errlen)
+{
+	uint64_t hi = o->res.peak_reserved;
+	struct mt_replay_result wide;
+	int rc = 0;
 	opt->policy = o->spec;
-	opt->progress = progress;
-	opt->progress_data = &prog;
-	int rc = mt_replay_run(s, opt, &o->res, err, sizeof(err));
-	if (rc == 0 && find_min) {
-		uint64_t hi = o->res.peak_reserved;
-		struct mt_replay_result wide;
-		if (o->res.oom_count) { /* the limit was too small: find a capacity that works */
-			struct mt_replay_options w = *opt;
-			w.capacity = 0;
-			w.series_points = 0;
-			w.measure_latency = false;
-			if ((rc = mt_replay_run(s, &w, &wide, err, sizeof(err))) == 0)
-				hi = wide.peak_reserved;
-			mt_replay_result_release(&wide);
-		}
-		if (rc == 0)
-			rc = mt_replay_find_min_capacity(s, opt, hi, &o->min_capacity, err,
-			                                 sizeof(err));
+	if (o->res.oom_count) { /* the limit was too small: find a capacity that works */
+		struct mt_replay_options w = *opt;
+		w.capacity = 0;
+		w.series_points = 0;
+		w.measure_latency = false;
+		if ((rc = mt_replay_run(s, &w, &wide, err, errlen)) == 0)
+			hi = wide.peak_reserved;
+		mt_replay_result_release(&wide);
 	}
-	cli_progress_done(&prog);
-	if (rc == -EINTR || interrupted)
+	if (rc == 0)
+		rc = mt_replay_find_min_capacity(s, opt, hi, &o->min_capacity, err, errlen);
+	return rc;
+}
+
+/* Replays every policy at once, sharing one pass over the trace (and
+ * searches their minimum capacities one by one when asked). */
+static int run_all(const struct mt_request_stream *s, const struct mt_replay_options *base,
+                   bool find_min_capacity, struct outcome *out, size_t n)
+{
+	struct mt_replay_options *opts = calloc(n, sizeof(*opts));
+	struct mt_replay_result *res = calloc(n, sizeof(*res));
+	int *rcs = calloc(n, sizeof(*rcs));
+	char *errs = calloc(n, 256), what[64];
+	struct progress prog;
+	int rc = opts && res && rcs && errs ? 0 : -ENOMEM;
+	if (n == 1)
+		snprintf(what, sizeof(what), "replay %.50s", out[0].spec);
+	else
+		snprintf(what, sizeof(what), "replay %zu policies", n);
+	progress_start(&prog, what);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		opts[i] = *base;
+		opts[i].policy = out[i].spec;
+		opts[i].progress = progress;
+		opts[i].progress_data = &prog;
+		cli_fragmentation_probe(&opts[i], &out[i].frag);
+	}
+	if (rc == 0) {
+		rc = mt_replay_run_many(s, opts, n, res, rcs, errs, 256);
+		for (size_t i = 0; i < n; i++)
+			out[i].res = res[i];
+	}
+	for (size_t i = 0; rc == 0 && find_min_capacity && i < n; i++) {
+		opts[i].progress = NULL;
+		opts[i].at_peak = NULL;
+		rc = rcs[i] = find_min(s, &opts[i], &out[i], errs + i * 256, 256);
+	}
+	progress_done(&prog);
+	if (rc == -ENOMEM && !rcs[0])
+		cli_error(CMD, "out of memory");
+	else if (rc == -EINTR || interrupted)
 		cli_error(CMD, "interrupted: all device memory released");
-	else if (rc < 0)
-		cli_error(CMD, "policy %s: %s", o->spec, err);
+	for (size_t i = 0; rc < 0 && rc != -EINTR && !interrupted && rcs && i < n; i++)
+		if (rcs[i] < 0) {
+			cli_error(CMD, "policy %s: %s", out[i].spec, errs + i * 256);
+			break;
+		}
+	free(opts);
+	free(res);
+	free(rcs);
+	free(errs);
 	return rc;
 }
 
@@ -248,20 +309,24 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 		printf(" %12s", "min capacity");
 	if (cuda)
 		printf(" %10s %10s", "p50", "p99");
-	printf(" %8s\n", "seconds");
+	printf(" %8s\n", "cpu s");
 	printf("%-*s %-7s %12s %8s\n", w, "lower bound (peak live)", "",
 	       mt_size_format(bound, a, 32), "1.000x");
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_replay_result *r = &o[i].res;
-		char calls[64];
+		char calls[64], frag[16] = "-";
+		if (o[i].frag.known)
+			snprintf(frag, sizeof(frag), "%.1f%%",
+			         100.0 * mt_fragmentation_share(o[i].frag.bytes,
+			                                        o[i].frag.reserved));
 		snprintf(calls, sizeof(calls), "%llu/%llu/%llu",
 		         (unsigned long long)r->driver.alloc_calls,
 		         (unsigned long long)r->driver.free_calls,
 		         (unsigned long long)r->driver.map_calls);
-		printf("%-*s %-7s %12s %7.3fx %6.1f%% %21s %6llu", w, o[i].spec, r->backend,
+		printf("%-*s %-7s %12s %7.3fx %7s %21s %6llu", w, o[i].spec, r->backend,
 		       mt_size_format(r->peak_reserved, a, 32),
-		       bound ? (double)r->peak_reserved / (double)bound : 0.0,
-		       100.0 * r->fragmentation, calls, (unsigned long long)r->oom_count);
+		       bound ? (double)r->peak_reserved / (double)bound : 0.0, frag, calls,
+		       (unsigned long long)r->oom_count);
 		if (iterations)
 			printf(" %10.1f", r->calls_per_iteration);
 		if (find_min)
@@ -331,7 +396,7 @@ static int save(const char *path, const struct outcome *o, size_t n,
 	return rc < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
-int mt_cmd_replay(int argc, char **argv)
+int cli_cmd_replay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "policy", required_argument, NULL, 'p' },
@@ -399,15 +464,10 @@ int mt_cmd_replay(int argc, char **argv)
 		return cli_usage_error(CMD, "more than one trace given");
 	const char *path = optind < argc ? argv[optind] : CLI_DEFAULT_TRACE;
 
-	static char specs[MAX_POLICIES][128];
+	static char specs[MAX_POLICIES][CLI_POLICY_SPEC];
 	size_t n;
-	if (!strcmp(policy_arg, "all"))
-		expand_all(specs, &n);
-	else if (split_policies(policy_arg, specs, &n) < 0 || n == 0)
-		return cli_usage_error(CMD, "--policy: bad list '%s'", policy_arg);
-	for (size_t i = 0; i < n; i++)
-		if ((rc = check_policy(specs[i])) != CLI_EXIT_OK)
-			return rc;
+	if ((rc = cli_policy_specs(CMD, policy_arg, specs, MAX_POLICIES, &n)) != CLI_EXIT_OK)
+		return rc;
 
 	enum mt_backend_kind kind = MT_BACKEND_SIM;
 	if ((rc = pick_backend(backend_arg, &kind)) != CLI_EXIT_OK)
@@ -419,10 +479,10 @@ int mt_cmd_replay(int argc, char **argv)
 	struct mt_request_stream *s = NULL;
 	char err[256];
 	int lrc = mt_request_stream_load(&s, reader, (uint32_t)device, err, sizeof(err));
-	mt_reader_free(reader);
 	if (lrc < 0 || interrupted) {
 		sigaction(SIGINT, &old, NULL);
 		mt_request_stream_free(s);
+		mt_reader_free(reader);
 		if (interrupted)
 			cli_error(CMD, "interrupted");
 		else
@@ -439,16 +499,12 @@ int mt_cmd_replay(int argc, char **argv)
 	rc = out ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 	if (!out)
 		cli_error(CMD, "out of memory");
-	size_t done = 0;
-	for (; out && done < n; done++) {
-		snprintf(out[done].spec, sizeof(out[done].spec), "%s", specs[done]);
-		if (run_one(s, &opt, find_min, &out[done]) < 0) {
-			mt_replay_result_release(&out[done].res);
-			rc = interrupted ? 130 : CLI_EXIT_FAILURE;
-			break;
-		}
-	}
+	for (size_t i = 0; out && i < n; i++)
+		memcpy(out[i].spec, specs[i], sizeof(out[i].spec));
+	if (out && run_all(s, &opt, find_min, out, n) < 0)
+		rc = interrupted ? 130 : CLI_EXIT_FAILURE;
 	sigaction(SIGINT, &old, NULL);
+	mt_reader_free(reader); /* the replays are done with the trace */
 	if (rc == CLI_EXIT_OK) {
 		if (json) {
 			json_t *arr = json_array();
@@ -463,7 +519,7 @@ int mt_cmd_replay(int argc, char **argv)
 		if (rc == CLI_EXIT_OK && !no_save)
 			rc = save(path, out, n, s);
 	}
-	for (size_t i = 0; out && i < done; i++)
+	for (size_t i = 0; out && i < n; i++)
 		mt_replay_result_release(&out[i].res);
 	free(out);
 	mt_request_stream_free(s);

@@ -114,7 +114,7 @@ static int write_trace(const char *path, unsigned pattern, uint64_t events, uint
 	return rc < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
-int mt_cmd_synth(int argc, char **argv)
+int cli_cmd_synth(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "pattern", required_argument, NULL, 'p' },

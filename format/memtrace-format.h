@@ -187,6 +187,10 @@ struct mt_process {
 	uint64_t start_ns;
 	const char *command_line;
 	const char *hostname;
+	/* What the trace holds of this process's requests, in its recorder's
+	 * words ("requests (PyTorch allocator hook)", "segments only (...)",
+	 * "as-is"...); "" = not said (traces written before the column). */
+	const char *capture;
 };
 
 /* A row of the devices table; one row per physical GPU (deduplicated by uuid). */
@@ -198,6 +202,7 @@ struct mt_device {
 	const char *uuid;
 	const char *driver_version;
 	const char *cuda_version;
+	const char *pci_bus_id; /* "0000:3b:00.0"; "" = not known */
 };
 
 /* Stable lower-case name of a kind ("alloc", "free", "alloc_failed", ...),
@@ -282,6 +287,10 @@ int mt_writer_add_meta_count(struct mt_writer *w, const char *key, uint64_t delt
 /* Adds a process row; *id receives its row id (> 0). */
 int mt_writer_add_process(struct mt_writer *w, const struct mt_process *p,
 			  uint32_t *id);
+
+/* Sets the capture label of a process row already added (the recorder
+ * learns it as the process runs). Returns 0 or a negative errno. */
+int mt_writer_set_process_capture(struct mt_writer *w, uint32_t id, const char *capture);
 
 /* Adds a device row, or finds the existing row with the same uuid (non-empty
  * uuid) and returns its id. *id > 0. */

@@ -1,5 +1,6 @@
 /* reader-private.h — the reader handle, shared by reader.c (open, tables,
- * statistics, replays), index-check.c (what the chunk index may hold),
+ * statistics, replays), reader-messages.c and reader-lookup.c (its
+ * messages and lookups), index-check.c (what the chunk index may hold),
  * chunk-load.c (a chunk's events, checked against its row), iter.c (the
  * ordered merge over chunks) and lifetimes.c (alloc/free pairing, peak live
  * bytes). */

@@ -33,15 +33,6 @@ struct mt_reader *mt_reader_new(void)
 	return calloc(1, sizeof(struct mt_reader));
 }
 
-int fmt_reader_sql_fail(struct mt_reader *r, int rc, const char *what)
-{
-	int err = fmt_sqlite_errno(rc);
-	if (err == -ENOENT)
-		err = -EIO;
-	return mt_fail(r->message, FMT_MESSAGE_MAX, err, "%s: %s: %s", r->path, what,
-	               sqlite3_errmsg(r->db));
-}
-
 static char *dup_column(sqlite3_stmt *st, int col)
 {
 	const char *s = (const char *)sqlite3_column_text(st, col);
@@ -133,9 +124,13 @@ static int load_meta(struct mt_reader *r)
 static int load_processes(struct mt_reader *r)
 {
 	sqlite3_stmt *st;
+	/* a trace written before the capture column says nothing: '' */
 	int rc = sqlite3_prepare_v2(r->db,
-	                            "SELECT id, parent, pid, start_ns, command_line, hostname"
-	                            " FROM processes ORDER BY id",
+	                            fmt_schema_has_column(r->db, "processes", "capture")
+	                                    ? "SELECT id, parent, pid, start_ns, command_line,"
+	                                      " hostname, capture FROM processes ORDER BY id"
+	                                    : "SELECT id, parent, pid, start_ns, command_line,"
+	                                      " hostname, '' FROM processes ORDER BY id",
 	                            -1, &st, NULL);
 	while (fmt_step_row(st, &rc)) {
 		struct mt_process *p = realloc(r->processes, (r->n_processes + 1) * sizeof(*p));
@@ -152,8 +147,9 @@ static int load_processes(struct mt_reader *r)
 			.start_ns = fmt_u64_from_sql(st, 3),
 			.command_line = dup_column(st, 4),
 			.hostname = dup_column(st, 5),
+			.capture = dup_column(st, 6),
 		};
-		if (!p->command_line || !p->hostname)
+		if (!p->command_line || !p->hostname || !p->capture)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
@@ -163,9 +159,15 @@ static int load_processes(struct mt_reader *r)
 static int load_devices(struct mt_reader *r)
 {
 	sqlite3_stmt *st;
+	/* a trace written before the pci_bus_id column: '' */
 	int rc = sqlite3_prepare_v2(r->db,
-	                            "SELECT id, ordinal, total_bytes, name, uuid, driver_version,"
-	                            " cuda_version FROM devices ORDER BY id",
+	                            fmt_schema_has_column(r->db, "devices", "pci_bus_id")
+	                                    ? "SELECT id, ordinal, total_bytes, name, uuid,"
+	                                      " driver_version, cuda_version, pci_bus_id"
+	                                      " FROM devices ORDER BY id"
+	                                    : "SELECT id, ordinal, total_bytes, name, uuid,"
+	                                      " driver_version, cuda_version, ''"
+	                                      " FROM devices ORDER BY id",
 	                            -1, &st, NULL);
 	while (fmt_step_row(st, &rc)) {
 		struct mt_device *d = realloc(r->devices, (r->n_devices + 1) * sizeof(*d));
@@ -183,8 +185,10 @@ static int load_devices(struct mt_reader *r)
 			.uuid = dup_column(st, 4),
 			.driver_version = dup_column(st, 5),
 			.cuda_version = dup_column(st, 6),
+			.pci_bus_id = dup_column(st, 7),
 		};
-		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version)
+		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version ||
+		    !d->pci_bus_id)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
@@ -235,17 +239,6 @@ static int load_coverage(struct mt_reader *r)
 	return 0;
 }
 
-uint64_t fmt_complete_until(const struct mt_reader *r, uint32_t process)
-{
-	const struct mt_process *p;
-
-	if (r->earliest_until == MT_TIME_UNKNOWN)
-		return MT_TIME_UNKNOWN;
-	p = fmt_find_id(r->processes, r->n_processes, sizeof(*r->processes),
-	                offsetof(struct mt_process, id), process);
-	return p ? r->complete_until[p - r->processes] : MT_TIME_UNKNOWN;
-}
-
 int mt_reader_incomplete(struct mt_reader *r, uint64_t *until)
 {
 	if (!until || fmt_reader_ready(r) < 0)
@@ -264,6 +257,7 @@ static void free_tables(struct mt_reader *r)
 	for (size_t i = 0; i < r->n_processes; i++) {
 		free((char *)r->processes[i].command_line);
 		free((char *)r->processes[i].hostname);
+		free((char *)r->processes[i].capture);
 	}
 	free(r->processes);
 	r->processes = NULL;
@@ -273,6 +267,7 @@ static void free_tables(struct mt_reader *r)
 		free((char *)r->devices[i].uuid);
 		free((char *)r->devices[i].driver_version);
 		free((char *)r->devices[i].cuda_version);
+		free((char *)r->devices[i].pci_bus_id);
 	}
 	free(r->devices);
 	r->devices = NULL;
@@ -387,26 +382,6 @@ const struct mt_device *mt_reader_device_by_id(struct mt_reader *r, uint32_t id)
 	return r ? fmt_find_id(r->devices, r->n_devices, sizeof(*r->devices),
 	                       offsetof(struct mt_device, id), id)
 	         : NULL;
-}
-
-const void *fmt_find_id(const void *base, size_t n, size_t size, size_t offset, uint32_t id)
-{
-	const unsigned char *b = base;
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint32_t at;
-
-		memcpy(&at, b + mid * size + offset, sizeof(at));
-		if (at == id)
-			return b + mid * size;
-		if (at < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
 }
 
 static int load_strings(struct mt_reader *r)

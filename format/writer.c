@@ -56,6 +56,7 @@ enum statement {
 	ST_META_GET,
 	ST_META_DELETE,
 	ST_PROCESS,
+	ST_PROCESS_CAPTURE,
 	ST_DEVICE_INSERT,
 	ST_DEVICE_FIND,
 	ST_STRING_INSERT,
@@ -78,10 +79,12 @@ static const char *const statement_sql[ST_COUNT] = {
 	                " value = CAST(CAST(value AS INTEGER) + ?2 AS TEXT)",
 	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?",
 	[ST_META_DELETE] = "DELETE FROM meta WHERE key = ?",
-	[ST_PROCESS] = "INSERT INTO processes (parent, pid, start_ns, command_line, hostname)"
-	               " VALUES (?, ?, ?, ?, ?)",
+	[ST_PROCESS] = "INSERT INTO processes (parent, pid, start_ns, command_line, hostname,"
+	               " capture) VALUES (?, ?, ?, ?, ?, ?)",
+	[ST_PROCESS_CAPTURE] = "UPDATE processes SET capture = ?2 WHERE id = ?1",
 	[ST_DEVICE_INSERT] = "INSERT OR IGNORE INTO devices (ordinal, total_bytes, name, uuid,"
-	                     " driver_version, cuda_version) VALUES (?, ?, ?, ?, ?, ?)",
+	                     " driver_version, cuda_version, pci_bus_id)"
+	                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
 	[ST_DEVICE_FIND] = "SELECT id FROM devices WHERE uuid = ? AND uuid <> ''",
 	[ST_STRING_INSERT] = "INSERT OR IGNORE INTO strings (value) VALUES (?)",
 	[ST_STRING_FIND] = "SELECT id FROM strings WHERE value = ?",
@@ -197,6 +200,8 @@ static int open_db(struct mt_writer *w, unsigned flags)
 	err = fmt_schema_check(w->db, w->path, &empty, w->message);
 	if (err < 0 && empty)
 		err = fmt_schema_create(w->db, w->path, w->message);
+	else if (err == 0)
+		err = fmt_schema_add_later_columns(w->db, w->path, w->message);
 	if (err == 0)
 		err = exec(w, "COMMIT");
 	if (err < 0)
@@ -285,9 +290,24 @@ int mt_writer_add_process(struct mt_writer *w, const struct mt_process *p, uint3
 	sqlite3_bind_int64(st, 3, fmt_u64_to_sql(p->start_ns));
 	bind_text(st, 4, p->command_line);
 	bind_text(st, 5, p->hostname);
+	bind_text(st, 6, p->capture);
 	err = step(w, ST_PROCESS, "cannot add a process", NULL);
 	if (err == 0)
 		*id = (uint32_t)sqlite3_last_insert_rowid(w->db);
+	return err;
+}
+
+int mt_writer_set_process_capture(struct mt_writer *w, uint32_t id, const char *capture)
+{
+	int err = check_open(w);
+	if (err < 0)
+		return err;
+	sqlite3_bind_int64(w->st[ST_PROCESS_CAPTURE], 1, id);
+	bind_text(w->st[ST_PROCESS_CAPTURE], 2, capture);
+	err = step(w, ST_PROCESS_CAPTURE, "cannot set a process's capture", NULL);
+	if (err == 0 && sqlite3_changes(w->db) != 1)
+		err = mt_fail(w->message, FMT_MESSAGE_MAX, -ENOENT, "%s: no process row %u",
+		              w->path, id);
 	return err;
 }
 
@@ -305,6 +325,7 @@ int mt_writer_add_device(struct mt_writer *w, const struct mt_device *d, uint32_
 	bind_text(st, 4, d->uuid);
 	bind_text(st, 5, d->driver_version);
 	bind_text(st, 6, d->cuda_version);
+	bind_text(st, 7, d->pci_bus_id);
 	err = step(w, ST_DEVICE_INSERT, "cannot add a device", NULL);
 	if (err < 0)
 		return err;

@@ -11,6 +11,30 @@
 
 #include "memtrace-recorder.h"
 
+/* The processes whose label says their requests are not in the trace. */
+static int segments_only(struct mt_reader *r, struct mt_record_summary *s)
+{
+	size_t n = mt_reader_process_count(r);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_process *p = mt_reader_process(r, i);
+		struct mt_record_process *out;
+
+		if (!p->capture || strncmp(p->capture, "segments only", 13))
+			continue;
+		out = realloc(s->segments_only, (s->n_segments_only + 1) * sizeof(*out));
+		if (!out)
+			return -ENOMEM;
+		s->segments_only = out;
+		out += s->n_segments_only++;
+		out->pid = p->pid;
+		snprintf(out->command_line, sizeof(out->command_line), "%s",
+		         p->command_line ? p->command_line : "");
+		snprintf(out->capture, sizeof(out->capture), "%s", p->capture);
+	}
+	return 0;
+}
+
 int mt_record_summarize(const char *path, struct mt_record_summary *s, char *err, size_t errlen)
 {
 	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
@@ -47,11 +71,24 @@ int mt_record_summarize(const char *path, struct mt_record_summary *s, char *err
 	v = mt_reader_meta(r, "capture");
 	snprintf(s->capture, sizeof(s->capture), "%s", v ? v : "");
 	s->processes = mt_reader_process_count(r);
+	rc = segments_only(r, s);
 	mt_reader_free(r);
+	if (rc < 0) {
+		mt_record_summary_release(s);
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
 	if (stat(path, &st) == 0)
 		s->file_bytes = (uint64_t)st.st_size;
 	snprintf(side, sizeof(side), "%s-wal", path);
 	if (stat(side, &st) == 0)
 		s->file_bytes += (uint64_t)st.st_size;
 	return 0;
+}
+
+void mt_record_summary_release(struct mt_record_summary *s)
+{
+	free(s->segments_only);
+	s->segments_only = NULL;
+	s->n_segments_only = 0;
 }

@@ -15,23 +15,23 @@ static inline size_t slot_of(uint64_t key, size_t mask)
 	return bits ? (size_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - bits)) : 0;
 }
 
-void mt_addrmap_init(struct mt_addrmap *m)
+void rp_addrmap_init(struct rp_addrmap *m)
 {
 	m->slots = NULL;
 	m->mask = 0;
 	m->count = 0;
 }
 
-void mt_addrmap_release(struct mt_addrmap *m)
+void rp_addrmap_release(struct rp_addrmap *m)
 {
 	free(m->slots);
-	mt_addrmap_init(m);
+	rp_addrmap_init(m);
 }
 
-static int grow(struct mt_addrmap *m)
+static int grow(struct rp_addrmap *m)
 {
 	size_t cap = m->slots ? (m->mask + 1) * 2 : 64;
-	struct mt_addrmap_slot *slots = calloc(cap, sizeof(*slots));
+	struct rp_addrmap_slot *slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return -ENOMEM;
 	for (size_t i = 0; m->slots && i <= m->mask; i++) {
@@ -48,7 +48,7 @@ static int grow(struct mt_addrmap *m)
 	return 0;
 }
 
-int mt_addrmap_put(struct mt_addrmap *m, uint64_t key, uint64_t value)
+int rp_addrmap_put(struct rp_addrmap *m, uint64_t key, uint64_t value)
 {
 	if (!m->slots || (m->count + 1) * 2 > m->mask + 1) { /* load <= 1/2: short chains */
 		int rc = grow(m);
@@ -65,7 +65,7 @@ int mt_addrmap_put(struct mt_addrmap *m, uint64_t key, uint64_t value)
 	return 0;
 }
 
-static struct mt_addrmap_slot *lookup(const struct mt_addrmap *m, uint64_t key)
+static struct rp_addrmap_slot *lookup(const struct rp_addrmap *m, uint64_t key)
 {
 	if (!m->slots)
 		return NULL;
@@ -78,17 +78,17 @@ static struct mt_addrmap_slot *lookup(const struct mt_addrmap *m, uint64_t key)
 	return NULL;
 }
 
-bool mt_addrmap_get(const struct mt_addrmap *m, uint64_t key, uint64_t *value)
+bool rp_addrmap_get(const struct rp_addrmap *m, uint64_t key, uint64_t *value)
 {
-	struct mt_addrmap_slot *s = lookup(m, key);
+	struct rp_addrmap_slot *s = lookup(m, key);
 	if (s && value)
 		*value = s->value;
 	return s != NULL;
 }
 
-bool mt_addrmap_remove(struct mt_addrmap *m, uint64_t key, uint64_t *value)
+bool rp_addrmap_remove(struct rp_addrmap *m, uint64_t key, uint64_t *value)
 {
-	struct mt_addrmap_slot *s = lookup(m, key);
+	struct rp_addrmap_slot *s = lookup(m, key);
 	if (!s)
 		return false;
 	if (value)
@@ -112,7 +112,7 @@ bool mt_addrmap_remove(struct mt_addrmap *m, uint64_t key, uint64_t *value)
 	return true;
 }
 
-bool mt_addrmap_next(const struct mt_addrmap *m, size_t *pos, const struct mt_addrmap_slot **slot)
+bool rp_addrmap_next(const struct rp_addrmap *m, size_t *pos, const struct rp_addrmap_slot **slot)
 {
 	if (!m->slots)
 		return false;

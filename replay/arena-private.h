@@ -13,7 +13,7 @@
  * fitting block of its own class: O(log classes) plus a short scan. A position is (segment creation
  * number, address): never the address alone, which differs between backends and runs, so that sim
  * and cuda replays choose the same blocks. With per_stream set (best fit only) a block freed on
- * stream s serves stream s first (mt_arena_alloc), others only when asked (mt_arena_alloc_any).
+ * stream s serves stream s first (rp_arena_alloc), others only when asked (rp_arena_alloc_any).
  * Allocated blocks are found by address through a hash map.
  */
 #ifndef MEMTRACE_ARENA_PRIVATE_H
@@ -26,64 +26,64 @@
 #include "memtrace-replay.h"
 #include "rbtree-private.h"
 
-enum mt_arena_fit {
-	MT_ARENA_BEST_FIT = 0,
-	MT_ARENA_FIRST_FIT = 1,
+enum rp_arena_fit {
+	RP_ARENA_BEST_FIT = 0,
+	RP_ARENA_FIRST_FIT = 1,
 };
 
-struct mt_arena_segment;
+struct rp_arena_segment;
 
-#define MT_ARENA_CLASSES 512
+#define RP_ARENA_CLASSES 512
 
-struct mt_arena_block {
+struct rp_arena_block {
 	uint64_t address;
 	uint64_t bytes;
 	uint64_t stream;
 	uint64_t requested;                 /* allocated: bytes the owner was asked for */
 	uint64_t seq;                       /* its segment's creation number */
-	struct mt_arena_block *prev, *next; /* address neighbours in the segment */
-	struct mt_arena_segment *segment;
-	struct mt_rb_node node; /* in the free tree while free */
+	struct rp_arena_block *prev, *next; /* address neighbours in the segment */
+	struct rp_arena_segment *segment;
+	struct rp_rb_node node; /* in the free tree while free */
 	bool allocated;
 };
 
-struct mt_arena_segment {
+struct rp_arena_segment {
 	uint64_t address;
 	uint64_t bytes;
 	uint64_t stream;
 	uint64_t tag;  /* the owner's (backend handle, ...) */
 	uint64_t used; /* bytes of allocated blocks */
 	uint64_t seq;  /* creation number: orders segments (addresses differ by backend) */
-	struct mt_arena_block *first;
-	struct mt_rb_node node; /* in the segment tree, by seq */
+	struct rp_arena_block *first;
+	struct rp_rb_node node; /* in the segment tree, by seq */
 };
 
-struct mt_arena {
-	enum mt_arena_fit fit;
+struct rp_arena {
+	enum rp_arena_fit fit;
 	bool per_stream;
 	uint64_t min_split;          /* remainders smaller than this stay in the block */
-	struct mt_rb_tree free_tree; /* best fit: free blocks */
+	struct rp_rb_tree free_tree; /* best fit: free blocks */
 	/* first fit: free blocks per size class, and a tournament tree over
-	 * the classes' lowest blocks (leaf MT_ARENA_CLASSES + c: class c's
+	 * the classes' lowest blocks (leaf RP_ARENA_CLASSES + c: class c's
 	 * lowest; inner nodes: the lower of their children; NULL: none) */
-	struct mt_rb_tree classes[MT_ARENA_CLASSES];
-	struct mt_arena_block *class_min[2 * MT_ARENA_CLASSES];
-	struct mt_rb_tree segments; /* by creation (seq) */
+	struct rp_rb_tree classes[RP_ARENA_CLASSES];
+	struct rp_arena_block *class_min[2 * RP_ARENA_CLASSES];
+	struct rp_rb_tree segments; /* by creation (seq) */
 	uint64_t next_seq;
-	struct mt_addrmap live;       /* address -> allocated block */
+	struct rp_addrmap live;       /* address -> allocated block */
 	uint64_t allocated;           /* bytes of allocated blocks */
 	uint64_t requested;           /* their requested bytes */
 	uint64_t reserved;            /* bytes of segments */
-	struct mt_arena_block *spare; /* recycled block records (linked by next) */
+	struct rp_arena_block *spare; /* recycled block records (linked by next) */
 };
 
-void mt_arena_init(struct mt_arena *a, enum mt_arena_fit fit, bool per_stream, uint64_t min_split);
+void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, uint64_t min_split);
 /* Frees the arena's records; the owner releases the segments' memory first
- * (mt_arena_release_segments with all = true). */
-void mt_arena_release(struct mt_arena *a);
+ * (rp_arena_release_segments with all = true). */
+void rp_arena_release(struct rp_arena *a);
 
 /* Adds a segment [address, address + bytes) whose whole extent is free. */
-int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
+int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
                          uint64_t tag);
 
 /* Serves bytes (already rounded by the owner; `requested` is what the
@@ -91,29 +91,29 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
  * stream (any stream when per_stream is off). *granted receives the
  * block's size (bytes, or a little more when the remainder was too small to
  * split). Returns 0, -ENOSPC when no free block fits, or -ENOMEM. */
-int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+int rp_arena_alloc(struct rp_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
                    uint64_t *address, uint64_t *granted);
-/* As mt_arena_alloc, from a free block of any stream (best fit only). */
-int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+/* As rp_arena_alloc, from a free block of any stream (best fit only). */
+int rp_arena_alloc_any(struct rp_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
                        uint64_t *address, uint64_t *granted);
 
 /* Frees the block at address (freed on `stream`). *bytes receives its size.
  * Returns 0 or -ENOENT when no allocated block starts there. */
-int mt_arena_free(struct mt_arena *a, uint64_t address, uint64_t stream, uint64_t *bytes);
+int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_t *bytes);
 
-/* Called for each segment removed by mt_arena_release_segments. */
-typedef int (*mt_arena_release_fn)(void *data, const struct mt_arena_segment *seg);
+/* Called for each segment removed by rp_arena_release_segments. */
+typedef int (*rp_arena_release_fn)(void *data, const struct rp_arena_segment *seg);
 
 /* Removes segments (all when `all`, else the wholly free ones in creation
  * order until reserved <= keep_bytes), calling fn for each before
  * forgetting it. Stops at fn's first error and returns it; else 0. */
-int mt_arena_release_segments(struct mt_arena *a, bool all, uint64_t keep_bytes,
-                              mt_arena_release_fn fn, void *data);
+int rp_arena_release_segments(struct rp_arena *a, bool all, uint64_t keep_bytes,
+                              rp_arena_release_fn fn, void *data);
 
 /* Walk in segment creation order, as mt_policy_ops.walk. */
-int mt_arena_walk(struct mt_arena *a, mt_policy_walk_fn fn, void *data);
+int rp_arena_walk(struct rp_arena *a, mt_policy_walk_fn fn, void *data);
 
 /* Largest free block. */
-uint64_t mt_arena_largest_free(const struct mt_arena *a);
+uint64_t rp_arena_largest_free(const struct rp_arena *a);
 
 #endif /* MEMTRACE_ARENA_PRIVATE_H */

@@ -22,64 +22,64 @@ static int cmp_u64(uint64_t a, uint64_t b)
 	return (a > b) - (a < b);
 }
 
-#define BLOCK(n) mt_rb_entry(n, struct mt_arena_block, node)
-#define SEGMENT(n) mt_rb_entry(n, struct mt_arena_segment, node)
+#define BLOCK(n) rp_rb_entry(n, struct rp_arena_block, node)
+#define SEGMENT(n) rp_rb_entry(n, struct rp_arena_segment, node)
 
 /* Blocks are ordered by (segment creation, address), never by address
  * alone: the cuda backend's addresses differ from run to run and from the
  * sim backend's, and a replay must choose alike on both. */
-static int pos_cmp(uint64_t seq_a, uint64_t addr_a, const struct mt_arena_block *b)
+static int pos_cmp(uint64_t seq_a, uint64_t addr_a, const struct rp_arena_block *b)
 {
 	int c = cmp_u64(seq_a, b->seq);
 	return c ? c : cmp_u64(addr_a, b->address);
 }
 
-static int best_key_cmp(const void *key, const struct mt_rb_node *n)
+static int best_key_cmp(const void *key, const struct rp_rb_node *n)
 {
 	const struct fit_key *k = key;
-	const struct mt_arena_block *b = BLOCK(n);
+	const struct rp_arena_block *b = BLOCK(n);
 	int c = cmp_u64(k->stream, b->stream);
 	if (!c)
 		c = cmp_u64(k->bytes, b->bytes);
 	return c ? c : pos_cmp(k->seq, k->address, b);
 }
 
-static int best_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
+static int best_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
-	const struct mt_arena_block *x = BLOCK(a);
+	const struct rp_arena_block *x = BLOCK(a);
 	struct fit_key k = { x->stream, x->bytes, x->seq, x->address };
 	return best_key_cmp(&k, b);
 }
 
-static int first_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
+static int first_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	return pos_cmp(BLOCK(a)->seq, BLOCK(a)->address, BLOCK(b));
 }
 
-static int segment_cmp(const struct mt_rb_node *a, const struct mt_rb_node *b)
+static int segment_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	return cmp_u64(SEGMENT(a)->seq, SEGMENT(b)->seq);
 }
 
-void mt_arena_init(struct mt_arena *a, enum mt_arena_fit fit, bool per_stream, uint64_t min_split)
+void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, uint64_t min_split)
 {
 	memset(a, 0, sizeof(*a));
 	a->fit = fit;
-	a->per_stream = per_stream && fit == MT_ARENA_BEST_FIT;
+	a->per_stream = per_stream && fit == RP_ARENA_BEST_FIT;
 	a->min_split = min_split ? min_split : 1;
-	mt_rb_init(&a->free_tree);
-	mt_rb_init(&a->segments);
-	mt_addrmap_init(&a->live);
+	rp_rb_init(&a->free_tree);
+	rp_rb_init(&a->segments);
+	rp_addrmap_init(&a->live);
 	a->allocated = 0;
 	a->reserved = 0;
 	a->spare = NULL;
 }
 
-static void free_segment_records(struct mt_arena *a, struct mt_arena_segment *seg)
+static void free_segment_records(struct rp_arena *a, struct rp_arena_segment *seg)
 {
-	struct mt_arena_block *b = seg->first;
+	struct rp_arena_block *b = seg->first;
 	while (b) {
-		struct mt_arena_block *next = b->next;
+		struct rp_arena_block *next = b->next;
 		b->next = a->spare;
 		a->spare = b;
 		b = next;
@@ -87,25 +87,25 @@ static void free_segment_records(struct mt_arena *a, struct mt_arena_segment *se
 	free(seg);
 }
 
-void mt_arena_release(struct mt_arena *a)
+void rp_arena_release(struct rp_arena *a)
 {
-	struct mt_rb_node *n;
-	while ((n = mt_rb_first(&a->segments))) {
-		mt_rb_erase(&a->segments, n);
+	struct rp_rb_node *n;
+	while ((n = rp_rb_first(&a->segments))) {
+		rp_rb_erase(&a->segments, n);
 		free_segment_records(a, SEGMENT(n));
 	}
 	while (a->spare) {
-		struct mt_arena_block *next = a->spare->next;
+		struct rp_arena_block *next = a->spare->next;
 		free(a->spare);
 		a->spare = next;
 	}
-	mt_addrmap_release(&a->live);
-	mt_rb_init(&a->free_tree);
+	rp_addrmap_release(&a->live);
+	rp_rb_init(&a->free_tree);
 }
 
-static struct mt_arena_block *new_block(struct mt_arena *a)
+static struct rp_arena_block *new_block(struct rp_arena *a)
 {
-	struct mt_arena_block *b = a->spare;
+	struct rp_arena_block *b = a->spare;
 	if (b) {
 		a->spare = b->next;
 		return b;
@@ -120,7 +120,7 @@ static unsigned size_class(uint64_t x)
 	return e < 3 ? (unsigned)x : e * 8 + (unsigned)((x >> (e - 3)) & 7);
 }
 
-static struct mt_arena_block *lower(struct mt_arena_block *x, struct mt_arena_block *y)
+static struct rp_arena_block *lower(struct rp_arena_block *x, struct rp_arena_block *y)
 {
 	if (!x || !y)
 		return x ? x : y;
@@ -128,63 +128,63 @@ static struct mt_arena_block *lower(struct mt_arena_block *x, struct mt_arena_bl
 }
 
 /* Sets class c's lowest block and replays the tournament above it. */
-static void set_class_min(struct mt_arena *a, unsigned c, struct mt_arena_block *b)
+static void set_class_min(struct rp_arena *a, unsigned c, struct rp_arena_block *b)
 {
-	size_t i = MT_ARENA_CLASSES + c;
+	size_t i = RP_ARENA_CLASSES + c;
 	a->class_min[i] = b;
 	for (i /= 2; i >= 1; i /= 2)
 		a->class_min[i] = lower(a->class_min[2 * i], a->class_min[2 * i + 1]);
 }
 
-static void insert_free(struct mt_arena *a, struct mt_arena_block *b)
+static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 {
 	b->allocated = false;
-	if (a->fit == MT_ARENA_BEST_FIT) {
-		mt_rb_insert(&a->free_tree, &b->node, best_cmp);
+	if (a->fit == RP_ARENA_BEST_FIT) {
+		rp_rb_insert(&a->free_tree, &b->node, best_cmp);
 		return;
 	}
 	unsigned c = size_class(b->bytes);
-	mt_rb_insert(&a->classes[c], &b->node, first_cmp);
-	struct mt_arena_block *m = a->class_min[MT_ARENA_CLASSES + c];
+	rp_rb_insert(&a->classes[c], &b->node, first_cmp);
+	struct rp_arena_block *m = a->class_min[RP_ARENA_CLASSES + c];
 	if (!m || first_cmp(&b->node, &m->node) < 0)
 		set_class_min(a, c, b);
 }
 
-static void erase_free(struct mt_arena *a, struct mt_arena_block *b)
+static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
 {
-	if (a->fit == MT_ARENA_BEST_FIT) {
-		mt_rb_erase(&a->free_tree, &b->node);
+	if (a->fit == RP_ARENA_BEST_FIT) {
+		rp_rb_erase(&a->free_tree, &b->node);
 		return;
 	}
 	unsigned c = size_class(b->bytes);
-	struct mt_rb_node *next = mt_rb_next(&b->node);
-	mt_rb_erase(&a->classes[c], &b->node);
-	if (a->class_min[MT_ARENA_CLASSES + c] == b)
+	struct rp_rb_node *next = rp_rb_next(&b->node);
+	rp_rb_erase(&a->classes[c], &b->node);
+	if (a->class_min[RP_ARENA_CLASSES + c] == b)
 		set_class_min(a, c, next ? BLOCK(next) : NULL);
 }
 
-int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
+int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
                          uint64_t tag)
 {
-	struct mt_arena_segment *seg = malloc(sizeof(*seg));
-	struct mt_arena_block *b = new_block(a);
+	struct rp_arena_segment *seg = malloc(sizeof(*seg));
+	struct rp_arena_block *b = new_block(a);
 	if (!seg || !b) {
 		free(seg);
 		free(b);
 		return -ENOMEM;
 	}
-	*seg = (struct mt_arena_segment){ .address = address,
+	*seg = (struct rp_arena_segment){ .address = address,
 		                          .bytes = bytes,
 		                          .stream = stream,
 		                          .tag = tag,
 		                          .seq = a->next_seq++,
 		                          .first = b };
-	*b = (struct mt_arena_block){ .address = address,
+	*b = (struct rp_arena_block){ .address = address,
 		                      .bytes = bytes,
 		                      .stream = a->per_stream ? stream : 0,
 		                      .seq = seg->seq,
 		                      .segment = seg };
-	mt_rb_insert(&a->segments, &seg->node, segment_cmp);
+	rp_rb_insert(&a->segments, &seg->node, segment_cmp);
 	insert_free(a, b);
 	a->reserved += bytes;
 	return 0;
@@ -194,20 +194,20 @@ int mt_arena_add_segment(struct mt_arena *a, uint64_t address, uint64_t bytes, u
  * address) of at least bytes. Every
  * block of a class above the request's fits, so only the request's own
  * class needs a scan, and only below the best address found above. */
-static struct mt_arena_block *first_fit(struct mt_arena *a, uint64_t bytes)
+static struct rp_arena_block *first_fit(struct rp_arena *a, uint64_t bytes)
 {
 	unsigned c = size_class(bytes);
-	struct mt_arena_block *best = NULL;
+	struct rp_arena_block *best = NULL;
 	/* tournament minimum over classes [c + 1, CLASSES) */
-	for (size_t lo = MT_ARENA_CLASSES + c + 1, hi = 2 * MT_ARENA_CLASSES; lo < hi;
+	for (size_t lo = RP_ARENA_CLASSES + c + 1, hi = 2 * RP_ARENA_CLASSES; lo < hi;
 	     lo /= 2, hi /= 2) {
 		if (lo & 1)
 			best = lower(best, a->class_min[lo++]);
 		if (hi & 1)
 			best = lower(best, a->class_min[--hi]);
 	}
-	struct mt_arena_block *own = a->class_min[MT_ARENA_CLASSES + c];
-	for (struct mt_rb_node *n = own ? &own->node : NULL; n; n = mt_rb_next(n)) {
+	struct rp_arena_block *own = a->class_min[RP_ARENA_CLASSES + c];
+	for (struct rp_rb_node *n = own ? &own->node : NULL; n; n = rp_rb_next(n)) {
 		if (best && first_cmp(n, &best->node) > 0)
 			break;
 		if (BLOCK(n)->bytes >= bytes)
@@ -217,23 +217,23 @@ static struct mt_arena_block *first_fit(struct mt_arena *a, uint64_t bytes)
 }
 
 /* The free block of `stream` that the fit picks for bytes, or NULL. */
-static struct mt_arena_block *find_fit(struct mt_arena *a, uint64_t bytes, uint64_t stream)
+static struct rp_arena_block *find_fit(struct rp_arena *a, uint64_t bytes, uint64_t stream)
 {
-	if (a->fit == MT_ARENA_FIRST_FIT)
+	if (a->fit == RP_ARENA_FIRST_FIT)
 		return first_fit(a, bytes);
 	struct fit_key k = { stream, bytes, 0, 0 };
-	struct mt_rb_node *n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
+	struct rp_rb_node *n = rp_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
 	return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
 }
 
-static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, uint64_t requested,
+static int take(struct rp_arena *a, struct rp_arena_block *b, uint64_t bytes, uint64_t requested,
                 uint64_t stream, uint64_t *address, uint64_t *granted)
 {
 	if (b->bytes - bytes >= a->min_split) {
-		struct mt_arena_block *rest = new_block(a);
+		struct rp_arena_block *rest = new_block(a);
 		if (!rest)
 			return -ENOMEM;
-		*rest = (struct mt_arena_block){ .address = b->address + bytes,
+		*rest = (struct rp_arena_block){ .address = b->address + bytes,
 			                         .bytes = b->bytes - bytes,
 			                         .stream = b->stream,
 			                         .prev = b,
@@ -249,7 +249,7 @@ static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, ui
 	} else {
 		erase_free(a, b);
 	}
-	int rc = mt_addrmap_put(&a->live, b->address, (uint64_t)(uintptr_t)b);
+	int rc = rp_addrmap_put(&a->live, b->address, (uint64_t)(uintptr_t)b);
 	if (rc < 0) {
 		insert_free(a, b);
 		return rc;
@@ -265,50 +265,50 @@ static int take(struct mt_arena *a, struct mt_arena_block *b, uint64_t bytes, ui
 	return 0;
 }
 
-int mt_arena_alloc(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+int rp_arena_alloc(struct rp_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
                    uint64_t *address, uint64_t *granted)
 {
-	struct mt_arena_block *b = find_fit(a, bytes, a->per_stream ? stream : 0);
+	struct rp_arena_block *b = find_fit(a, bytes, a->per_stream ? stream : 0);
 	return b ? take(a, b, bytes, requested, stream, address, granted) : -ENOSPC;
 }
 
-int mt_arena_alloc_any(struct mt_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
+int rp_arena_alloc_any(struct rp_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
                        uint64_t *address, uint64_t *granted)
 {
 	/* Visit each stream present in the free tree once: its fit, then jump
 	 * past the stream. */
-	struct mt_rb_node *n = mt_rb_first(&a->free_tree);
+	struct rp_rb_node *n = rp_rb_first(&a->free_tree);
 	while (n) {
 		uint64_t s = BLOCK(n)->stream;
-		struct mt_arena_block *b = find_fit(a, bytes, s);
+		struct rp_arena_block *b = find_fit(a, bytes, s);
 		if (b)
 			return take(a, b, bytes, requested, stream, address, granted);
 		if (s == UINT64_MAX)
 			break;
 		struct fit_key k = { s + 1, 0, 0, 0 };
-		n = mt_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
+		n = rp_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
 	}
 	return -ENOSPC;
 }
 
-static void recycle(struct mt_arena *a, struct mt_arena_block *b)
+static void recycle(struct rp_arena *a, struct rp_arena_block *b)
 {
 	b->next = a->spare;
 	a->spare = b;
 }
 
-int mt_arena_free(struct mt_arena *a, uint64_t address, uint64_t stream, uint64_t *bytes)
+int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_t *bytes)
 {
 	uint64_t v;
-	if (!mt_addrmap_remove(&a->live, address, &v))
+	if (!rp_addrmap_remove(&a->live, address, &v))
 		return -ENOENT;
-	struct mt_arena_block *b = (struct mt_arena_block *)(uintptr_t)v;
+	struct rp_arena_block *b = (struct rp_arena_block *)(uintptr_t)v;
 	*bytes = b->bytes;
 	b->segment->used -= b->bytes;
 	a->allocated -= b->bytes;
 	a->requested -= b->requested;
 	b->stream = a->per_stream ? stream : 0;
-	struct mt_arena_block *p = b->prev, *n = b->next;
+	struct rp_arena_block *p = b->prev, *n = b->next;
 	if (p && !p->allocated) {
 		erase_free(a, p);
 		p->bytes += b->bytes;
@@ -331,21 +331,21 @@ int mt_arena_free(struct mt_arena *a, uint64_t address, uint64_t stream, uint64_
 	return 0;
 }
 
-int mt_arena_release_segments(struct mt_arena *a, bool all, uint64_t keep_bytes,
-                              mt_arena_release_fn fn, void *data)
+int rp_arena_release_segments(struct rp_arena *a, bool all, uint64_t keep_bytes,
+                              rp_arena_release_fn fn, void *data)
 {
-	struct mt_rb_node *n = mt_rb_first(&a->segments);
+	struct rp_rb_node *n = rp_rb_first(&a->segments);
 	while (n && (all || a->reserved > keep_bytes)) {
-		struct mt_arena_segment *seg = SEGMENT(n);
-		n = mt_rb_next(n);
+		struct rp_arena_segment *seg = SEGMENT(n);
+		n = rp_rb_next(n);
 		if (!all && seg->used)
 			continue;
 		int rc = fn(data, seg);
 		if (rc < 0)
 			return rc;
-		for (struct mt_arena_block *b = seg->first; b; b = b->next) {
+		for (struct rp_arena_block *b = seg->first; b; b = b->next) {
 			if (b->allocated) {
-				mt_addrmap_remove(&a->live, b->address, NULL);
+				rp_addrmap_remove(&a->live, b->address, NULL);
 				a->allocated -= b->bytes;
 				a->requested -= b->requested;
 			} else {
@@ -353,19 +353,19 @@ int mt_arena_release_segments(struct mt_arena *a, bool all, uint64_t keep_bytes,
 			}
 		}
 		a->reserved -= seg->bytes;
-		mt_rb_erase(&a->segments, &seg->node);
+		rp_rb_erase(&a->segments, &seg->node);
 		free_segment_records(a, seg);
 	}
 	return 0;
 }
 
-int mt_arena_walk(struct mt_arena *a, mt_policy_walk_fn fn, void *data)
+int rp_arena_walk(struct rp_arena *a, mt_policy_walk_fn fn, void *data)
 {
-	for (struct mt_rb_node *n = mt_rb_first(&a->segments); n; n = mt_rb_next(n)) {
-		const struct mt_arena_segment *seg = SEGMENT(n);
+	for (struct rp_rb_node *n = rp_rb_first(&a->segments); n; n = rp_rb_next(n)) {
+		const struct rp_arena_segment *seg = SEGMENT(n);
 		struct mt_policy_block blk = { seg->address, seg->bytes, seg->stream, false };
 		int rc = fn(data, true, &blk);
-		for (const struct mt_arena_block *b = seg->first; !rc && b; b = b->next) {
+		for (const struct rp_arena_block *b = seg->first; !rc && b; b = b->next) {
 			blk = (struct mt_policy_block){ b->address, b->bytes, b->stream,
 				                        b->allocated };
 			rc = fn(data, false, &blk);
@@ -376,11 +376,11 @@ int mt_arena_walk(struct mt_arena *a, mt_policy_walk_fn fn, void *data)
 	return 0;
 }
 
-uint64_t mt_arena_largest_free(const struct mt_arena *a)
+uint64_t rp_arena_largest_free(const struct rp_arena *a)
 {
 	uint64_t best = 0;
-	for (struct mt_rb_node *n = mt_rb_first(&a->segments); n; n = mt_rb_next(n))
-		for (const struct mt_arena_block *b = SEGMENT(n)->first; b; b = b->next)
+	for (struct rp_rb_node *n = rp_rb_first(&a->segments); n; n = rp_rb_next(n))
+		for (const struct rp_arena_block *b = SEGMENT(n)->first; b; b = b->next)
 			if (!b->allocated && b->bytes > best)
 				best = b->bytes;
 	return best;

@@ -115,8 +115,8 @@ struct cuda {
 	CUcontext context;
 	struct cu_alloc_prop prop;
 	CUmemoryPool pool;
-	struct mt_addrmap streams;   /* recorded stream id + 1 -> CUstream */
-	struct mt_addrmap pool_live; /* address -> stream id + 1 */
+	struct rp_addrmap streams;   /* recorded stream id + 1 -> CUstream */
+	struct rp_addrmap pool_live; /* address -> stream id + 1 */
 };
 
 static int cu_fail(struct mt_backend *b, CUresult r, const char *call)
@@ -125,7 +125,7 @@ static int cu_fail(struct mt_backend *b, CUresult r, const char *call)
 	const char *what = NULL;
 	if (c->cuGetErrorString)
 		c->cuGetErrorString(r, &what);
-	return mt_backend_fail(b, r == CU_OUT_OF_MEMORY ? -ENOMEM : -EIO, "%s failed: %s (%d)",
+	return rp_backend_fail(b, r == CU_OUT_OF_MEMORY ? -ENOMEM : -EIO, "%s failed: %s (%d)",
 	                       call, what ? what : "unknown error", r);
 }
 
@@ -203,14 +203,14 @@ static int get_stream(struct mt_backend *b, uint64_t stream, CUstream *out)
 {
 	struct cuda *c = b->priv;
 	uint64_t v;
-	if (mt_addrmap_get(&c->streams, stream + 1, &v)) {
+	if (rp_addrmap_get(&c->streams, stream + 1, &v)) {
 		*out = (CUstream)(uintptr_t)v;
 		return 0;
 	}
 	CU_CALL(b, cuStreamCreate, (out, CU_STREAM_NON_BLOCKING));
-	if (mt_addrmap_put(&c->streams, stream + 1, (uint64_t)(uintptr_t)*out) < 0) {
+	if (rp_addrmap_put(&c->streams, stream + 1, (uint64_t)(uintptr_t)*out) < 0) {
 		c->cuStreamDestroy_v2(*out);
-		return mt_backend_fail(b, -ENOMEM, "out of host memory");
+		return rp_backend_fail(b, -ENOMEM, "out of host memory");
 	}
 	return 0;
 }
@@ -237,9 +237,9 @@ static int cuda_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream
 	if (rc < 0)
 		return rc;
 	CU_CALL(b, cuMemAllocFromPoolAsync, (&p, bytes, c->pool, s));
-	if (mt_addrmap_put(&c->pool_live, p, stream + 1) < 0) {
+	if (rp_addrmap_put(&c->pool_live, p, stream + 1) < 0) {
 		c->cuMemFreeAsync(p, s);
-		return mt_backend_fail(b, -ENOMEM, "out of host memory");
+		return rp_backend_fail(b, -ENOMEM, "out of host memory");
 	}
 	if ((rc = read_pool_reserved(b)) < 0)
 		return rc;
@@ -251,7 +251,7 @@ static int cuda_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream
 		c->cuCtxSynchronize();
 		c->cuMemPoolTrimTo(c->pool, b->capacity > b->held ? b->capacity - b->held : 0);
 		read_pool_reserved(b);
-		return mt_backend_fail(b, -ENOMEM, "pool growth exceeds the capacity");
+		return rp_backend_fail(b, -ENOMEM, "pool growth exceeds the capacity");
 	}
 	*address = p;
 	return 0;
@@ -261,8 +261,8 @@ static int cuda_pool_free(struct mt_backend *b, uint64_t address, uint64_t strea
 {
 	struct cuda *c = b->priv;
 	CUstream s;
-	if (!mt_addrmap_remove(&c->pool_live, address, NULL))
-		return mt_backend_fail(b, -EINVAL, "pool free of 0x%llx, which is not allocated",
+	if (!rp_addrmap_remove(&c->pool_live, address, NULL))
+		return rp_backend_fail(b, -EINVAL, "pool free of 0x%llx, which is not allocated",
 		                       (unsigned long long)address);
 	int rc = get_stream(b, stream, &s);
 	if (rc < 0)
@@ -285,12 +285,12 @@ static int cuda_pool_trim(struct mt_backend *b, uint64_t keep_bytes, unsigned *r
 static void cuda_destroy(struct mt_backend *b)
 {
 	struct cuda *c = b->priv;
-	const struct mt_addrmap_slot *s;
+	const struct rp_addrmap_slot *s;
 	size_t i;
 	if (c->context) {
-		for (i = 0; mt_addrmap_next(&c->pool_live, &i, &s);) {
+		for (i = 0; rp_addrmap_next(&c->pool_live, &i, &s);) {
 			uint64_t v = 0;
-			mt_addrmap_get(&c->streams, s->value, &v);
+			rp_addrmap_get(&c->streams, s->value, &v);
 			c->cuMemFreeAsync(s->key, (CUstream)(uintptr_t)v);
 		}
 		c->cuCtxSynchronize();
@@ -298,19 +298,28 @@ static void cuda_destroy(struct mt_backend *b)
 			c->cuMemPoolTrimTo(c->pool, 0);
 			c->cuMemPoolDestroy(c->pool);
 		}
-		for (i = 0; mt_addrmap_next(&c->streams, &i, &s);)
+		for (i = 0; rp_addrmap_next(&c->streams, &i, &s);)
 			c->cuStreamDestroy_v2((CUstream)(uintptr_t)s->value);
 		c->cuDevicePrimaryCtxRelease_v2(c->device);
 	}
 	b->pool_reserved = 0;
-	mt_addrmap_release(&c->streams);
-	mt_addrmap_release(&c->pool_live);
+	rp_addrmap_release(&c->streams);
+	rp_addrmap_release(&c->pool_live);
 	if (c->lib)
 		dlclose(c->lib);
 	free(c);
 }
 
-static const struct mt_backend_impl cuda_impl = {
+static int cuda_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	size_t f = 0, t = 0;
+	CU_CALL(b, cuMemGetInfo_v2, (&f, &t));
+	*free_bytes = f;
+	*total_bytes = t;
+	return 0;
+}
+
+static const struct rp_backend_impl cuda_impl = {
 	.kind = MT_BACKEND_CUDA,
 	.name = "cuda",
 	.alloc = cuda_alloc,
@@ -324,6 +333,7 @@ static const struct mt_backend_impl cuda_impl = {
 	.pool_alloc = cuda_pool_alloc,
 	.pool_free = cuda_pool_free,
 	.pool_trim = cuda_pool_trim,
+	.mem_info = cuda_mem_info,
 	.destroy = cuda_destroy,
 };
 
@@ -331,12 +341,12 @@ static int load(struct mt_backend *b, struct cuda *c)
 {
 	c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!c->lib)
-		return mt_backend_fail(
+		return rp_backend_fail(
 		        b, -ENODEV, "no NVIDIA driver: cannot load libcuda.so.1 (%s)", dlerror());
 #define RESOLVE(name, args)                                                                        \
 	*(void **)&c->name = dlsym(c->lib, #name);                                                 \
 	if (!c->name)                                                                              \
-		return mt_backend_fail(b, -ENODEV, "libcuda.so.1 lacks %s (driver too old)", #name);
+		return rp_backend_fail(b, -ENODEV, "libcuda.so.1 lacks %s (driver too old)", #name);
 	CU_FUNCTIONS(RESOLVE)
 #undef RESOLVE
 	return 0;
@@ -349,9 +359,9 @@ static int open_device(struct mt_backend *b, struct cuda *c, unsigned ordinal)
 	if (!r)
 		r = c->cuDeviceGetCount(&count);
 	if (r || count == 0)
-		return mt_backend_fail(b, -ENODEV, "no CUDA GPU available (cuInit: %d)", r);
+		return rp_backend_fail(b, -ENODEV, "no CUDA GPU available (cuInit: %d)", r);
 	if (ordinal >= (unsigned)count)
-		return mt_backend_fail(b, -ENODEV, "no CUDA device %u (%d present)", ordinal,
+		return rp_backend_fail(b, -ENODEV, "no CUDA device %u (%d present)", ordinal,
 		                       count);
 	CU_CALL(b, cuDeviceGet, (&c->device, (int)ordinal));
 	CU_CALL(b, cuDevicePrimaryCtxRetain, (&c->context, c->device));
@@ -372,11 +382,11 @@ static int create_pool(struct mt_backend *b, struct cuda *c)
 	return 0;
 }
 
-int mt_backend_cuda_init(struct mt_backend *b, unsigned ordinal)
+int rp_backend_cuda_init(struct mt_backend *b, unsigned ordinal)
 {
 	struct cuda *c = calloc(1, sizeof(*c));
 	if (!c)
-		return mt_backend_fail(b, -ENOMEM, "out of memory");
+		return rp_backend_fail(b, -ENOMEM, "out of memory");
 	b->impl = &cuda_impl;
 	b->priv = c;
 	int rc = load(b, c);
@@ -404,13 +414,4 @@ fail:
 	cuda_destroy(b);
 	b->priv = NULL;
 	return rc;
-}
-
-int mt_backend_cuda_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes)
-{
-	size_t f = 0, t = 0;
-	CU_CALL(b, cuMemGetInfo_v2, (&f, &t));
-	*free_bytes = f;
-	*total_bytes = t;
-	return 0;
 }

@@ -7,7 +7,7 @@
  * Implementation hooks perform the raw operation only; arguments have been
  * checked and capacity enforced for plain and VMM memory. The pool hooks
  * enforce capacity themselves (the pool grows inside the driver) using
- * mt_backend_room(), and keep b->pool_reserved up to date.
+ * rp_backend_room(), and keep b->pool_reserved up to date.
  */
 #ifndef MEMTRACE_BACKEND_PRIVATE_H
 #define MEMTRACE_BACKEND_PRIVATE_H
@@ -17,7 +17,7 @@
 #include "addrmap-private.h"
 #include "memtrace-replay.h"
 
-struct mt_backend_impl {
+struct rp_backend_impl {
 	enum mt_backend_kind kind;
 	const char *name;
 	int (*alloc)(struct mt_backend *b, uint64_t bytes, uint64_t *address);
@@ -34,43 +34,48 @@ struct mt_backend_impl {
 	int (*pool_free)(struct mt_backend *b, uint64_t address, uint64_t stream);
 	/* *released: chunks given back (counted as free_calls) */
 	int (*pool_trim)(struct mt_backend *b, uint64_t keep_bytes, unsigned *released);
+	/* NULL when the pool's layout cannot be seen (the driver's own) */
+	int (*pool_walk)(struct mt_backend *b, mt_policy_walk_fn fn, void *data);
+	/* free and total device memory (mt_backend_mem_info) */
+	int (*mem_info)(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes);
 	/* Releases what the implementation itself holds (pool, streams,
 	 * context) after backend.c has released its tables. */
 	void (*destroy)(struct mt_backend *b);
 };
 
 struct mt_backend {
-	const struct mt_backend_impl *impl;
+	const struct rp_backend_impl *impl;
 	void *priv; /* the implementation's state */
 	uint64_t capacity;
 	uint64_t granularity;
 	uint64_t pool_reserved; /* kept by the pool hooks */
 	uint64_t held;          /* plain + created handles */
 	struct mt_backend_stats stats;
-	struct mt_addrmap plain;   /* address -> bytes */
-	struct mt_addrmap handles; /* handle -> bytes */
-	struct mt_addrmap vas;     /* va -> bytes */
-	struct mt_addrmap maps;    /* va -> bytes */
+	struct rp_addrmap plain;   /* address -> bytes */
+	struct rp_addrmap handles; /* handle -> bytes */
+	struct rp_addrmap vas;     /* va -> bytes */
+	struct rp_addrmap maps;    /* va -> bytes */
 	char message[256];
 };
 
 /* Each implementation's constructor fills b->impl, b->priv, b->granularity
  * and (cuda, capacity 0) b->capacity. */
-int mt_backend_sim_init(struct mt_backend *b, unsigned ordinal);
-int mt_backend_cuda_init(struct mt_backend *b, unsigned ordinal);
-
-/* cuMemGetInfo, for mt_backend_mem_info. */
-int mt_backend_cuda_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes);
+int rp_backend_sim_init(struct mt_backend *b, unsigned ordinal);
+int rp_backend_cuda_init(struct mt_backend *b, unsigned ordinal);
 
 /* Bytes the backend may still take before reaching its capacity. */
-uint64_t mt_backend_room(const struct mt_backend *b);
+static inline uint64_t rp_backend_room(const struct mt_backend *b)
+{
+	return b->stats.reserved >= b->capacity ? 0 : b->capacity - b->stats.reserved;
+}
 
-/* Sets the backend's message; returns rc (a negative errno) for chaining. */
-int mt_backend_fail(struct mt_backend *b, int rc, const char *fmt, ...)
+/* Sets the backend's message; returns rc (a negative errno) for chaining
+ * (backend-fail.c). */
+int rp_backend_fail(struct mt_backend *b, int rc, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
 /* Current reserved bytes, without copying the stats (the driver's hot loop). */
-static inline uint64_t mt_backend_reserved_now(const struct mt_backend *b)
+static inline uint64_t rp_backend_reserved_now(const struct mt_backend *b)
 {
 	return b->stats.reserved;
 }

@@ -38,7 +38,7 @@ struct sim {
 	uint64_t next_plain;
 	uint64_t next_va;
 	uint64_t next_handle;
-	struct mt_arena pool;
+	struct rp_arena pool;
 };
 
 static uint64_t round_up(uint64_t x, uint64_t to)
@@ -94,25 +94,25 @@ static int sim_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream,
 {
 	struct sim *s = b->priv;
 	uint64_t need = round_up(bytes, SIM_ALIGN), granted;
-	int rc = mt_arena_alloc(&s->pool, need, bytes, stream, address, &granted);
+	int rc = rp_arena_alloc(&s->pool, need, bytes, stream, address, &granted);
 	if (rc == -ENOSPC)
-		rc = mt_arena_alloc_any(&s->pool, need, bytes, stream, address, &granted);
+		rc = rp_arena_alloc_any(&s->pool, need, bytes, stream, address, &granted);
 	if (rc == -ENOSPC) {
 		uint64_t chunk = round_up(need, SIM_GRANULARITY);
-		if (chunk > mt_backend_room(b))
-			return mt_backend_fail(b, -ENOMEM,
+		if (chunk > rp_backend_room(b))
+			return rp_backend_fail(b, -ENOMEM,
 			                       "pool growth by %llu bytes exceeds the capacity",
 			                       (unsigned long long)chunk);
 		uint64_t base;
 		sim_alloc(b, chunk, &base);
-		if ((rc = mt_arena_add_segment(&s->pool, base, chunk, stream, 0)) < 0)
-			return mt_backend_fail(b, rc, "out of host memory");
+		if ((rc = rp_arena_add_segment(&s->pool, base, chunk, stream, 0)) < 0)
+			return rp_backend_fail(b, rc, "out of host memory");
 		b->pool_reserved += chunk;
 		*grew = 1;
-		rc = mt_arena_alloc(&s->pool, need, bytes, stream, address, &granted);
+		rc = rp_arena_alloc(&s->pool, need, bytes, stream, address, &granted);
 	}
 	if (rc < 0)
-		return mt_backend_fail(b, rc == -ENOSPC ? -ENOMEM : rc, "pool allocation failed");
+		return rp_backend_fail(b, rc == -ENOSPC ? -ENOMEM : rc, "pool allocation failed");
 	return 0;
 }
 
@@ -120,8 +120,8 @@ static int sim_pool_free(struct mt_backend *b, uint64_t address, uint64_t stream
 {
 	struct sim *s = b->priv;
 	uint64_t bytes;
-	if (mt_arena_free(&s->pool, address, stream, &bytes) < 0)
-		return mt_backend_fail(b, -EINVAL, "pool free of 0x%llx, which is not allocated",
+	if (rp_arena_free(&s->pool, address, stream, &bytes) < 0)
+		return rp_backend_fail(b, -EINVAL, "pool free of 0x%llx, which is not allocated",
 		                       (unsigned long long)address);
 	return 0;
 }
@@ -131,7 +131,7 @@ struct trim_ctx {
 	unsigned released;
 };
 
-static int trim_one(void *data, const struct mt_arena_segment *seg)
+static int trim_one(void *data, const struct rp_arena_segment *seg)
 {
 	struct trim_ctx *t = data;
 	t->b->pool_reserved -= seg->bytes;
@@ -143,21 +143,33 @@ static int sim_pool_trim(struct mt_backend *b, uint64_t keep_bytes, unsigned *re
 {
 	struct sim *s = b->priv;
 	struct trim_ctx t = { b, 0 };
-	int rc = mt_arena_release_segments(&s->pool, false, keep_bytes, trim_one, &t);
+	int rc = rp_arena_release_segments(&s->pool, false, keep_bytes, trim_one, &t);
 	*released = t.released;
 	return rc;
+}
+
+static int sim_pool_walk(struct mt_backend *b, mt_policy_walk_fn fn, void *data)
+{
+	return rp_arena_walk(&((struct sim *)b->priv)->pool, fn, data);
+}
+
+static int sim_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	*free_bytes = rp_backend_room(b);
+	*total_bytes = b->capacity;
+	return 0;
 }
 
 static void sim_destroy(struct mt_backend *b)
 {
 	struct sim *s = b->priv;
 	struct trim_ctx t = { b, 0 };
-	mt_arena_release_segments(&s->pool, true, 0, trim_one, &t);
-	mt_arena_release(&s->pool);
+	rp_arena_release_segments(&s->pool, true, 0, trim_one, &t);
+	rp_arena_release(&s->pool);
 	free(s);
 }
 
-static const struct mt_backend_impl sim_impl = {
+static const struct rp_backend_impl sim_impl = {
 	.kind = MT_BACKEND_SIM,
 	.name = "sim",
 	.alloc = sim_alloc,
@@ -171,17 +183,19 @@ static const struct mt_backend_impl sim_impl = {
 	.pool_alloc = sim_pool_alloc,
 	.pool_free = sim_pool_free,
 	.pool_trim = sim_pool_trim,
+	.pool_walk = sim_pool_walk,
+	.mem_info = sim_mem_info,
 	.destroy = sim_destroy,
 };
 
-int mt_backend_sim_init(struct mt_backend *b, unsigned ordinal)
+int rp_backend_sim_init(struct mt_backend *b, unsigned ordinal)
 {
 	struct sim *s = calloc(1, sizeof(*s));
 	if (!s)
-		return mt_backend_fail(b, -ENOMEM, "out of memory");
+		return rp_backend_fail(b, -ENOMEM, "out of memory");
 	s->next_plain = SIM_PLAIN_BASE;
 	s->next_va = SIM_VA_BASE;
-	mt_arena_init(&s->pool, MT_ARENA_BEST_FIT, true, SIM_ALIGN);
+	rp_arena_init(&s->pool, RP_ARENA_BEST_FIT, true, SIM_ALIGN);
 	b->impl = &sim_impl;
 	b->priv = s;
 	b->granularity = SIM_GRANULARITY;

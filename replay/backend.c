@@ -1,6 +1,8 @@
 /* backend.c — the part of every backend that is not the driver: argument
  * checks, capacity, driver-call counters and the tables of what is held, so
- * that destroy releases everything (see backend-private.h). */
+ * that destroy releases everything (see backend-private.h). It calls the
+ * implementations (backend-sim.c, backend-cuda.c), never the other way:
+ * what they share with it is backend-fail.c and backend-private.h. */
 #include "config.h"
 
 #include <errno.h>
@@ -8,21 +10,6 @@
 #include <stdlib.h>
 
 #include "backend-private.h"
-#include "memtrace-common.h"
-
-int mt_backend_fail(struct mt_backend *b, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	rc = mt_vfail(b->message, sizeof(b->message), rc, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-uint64_t mt_backend_room(const struct mt_backend *b)
-{
-	return b->stats.reserved >= b->capacity ? 0 : b->capacity - b->stats.reserved;
-}
 
 static void update_reserved(struct mt_backend *b)
 {
@@ -42,13 +29,13 @@ int mt_backend_create(struct mt_backend **out, enum mt_backend_kind kind, unsign
 	b->capacity = capacity;
 	int rc;
 	if (kind == MT_BACKEND_SIM && capacity == 0)
-		rc = mt_backend_fail(b, -EINVAL, "the sim backend needs a capacity > 0");
+		rc = rp_backend_fail(b, -EINVAL, "the sim backend needs a capacity > 0");
 	else if (kind == MT_BACKEND_SIM)
-		rc = mt_backend_sim_init(b, ordinal);
+		rc = rp_backend_sim_init(b, ordinal);
 	else if (kind == MT_BACKEND_CUDA)
-		rc = mt_backend_cuda_init(b, ordinal);
+		rc = rp_backend_cuda_init(b, ordinal);
 	else
-		rc = mt_backend_fail(b, -EINVAL, "unknown backend kind %d", (int)kind);
+		rc = rp_backend_fail(b, -EINVAL, "unknown backend kind %d", (int)kind);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s", b->message);
 		free(b);
@@ -62,21 +49,21 @@ void mt_backend_destroy(struct mt_backend *b)
 {
 	if (!b)
 		return;
-	const struct mt_addrmap_slot *s;
+	const struct rp_addrmap_slot *s;
 	size_t i;
-	for (i = 0; mt_addrmap_next(&b->maps, &i, &s);)
+	for (i = 0; rp_addrmap_next(&b->maps, &i, &s);)
 		b->impl->unmap(b, s->key, s->value);
-	for (i = 0; mt_addrmap_next(&b->handles, &i, &s);)
+	for (i = 0; rp_addrmap_next(&b->handles, &i, &s);)
 		b->impl->mem_release(b, s->key);
-	for (i = 0; mt_addrmap_next(&b->vas, &i, &s);)
+	for (i = 0; rp_addrmap_next(&b->vas, &i, &s);)
 		b->impl->va_free(b, s->key, s->value);
-	for (i = 0; mt_addrmap_next(&b->plain, &i, &s);)
+	for (i = 0; rp_addrmap_next(&b->plain, &i, &s);)
 		b->impl->free(b, s->key);
 	b->impl->destroy(b);
-	mt_addrmap_release(&b->maps);
-	mt_addrmap_release(&b->handles);
-	mt_addrmap_release(&b->vas);
-	mt_addrmap_release(&b->plain);
+	rp_addrmap_release(&b->maps);
+	rp_addrmap_release(&b->handles);
+	rp_addrmap_release(&b->vas);
+	rp_addrmap_release(&b->plain);
 	free(b);
 }
 
@@ -107,11 +94,7 @@ void mt_backend_get_stats(const struct mt_backend *b, struct mt_backend_stats *s
 
 int mt_backend_mem_info(struct mt_backend *b, uint64_t *free_bytes, uint64_t *total_bytes)
 {
-	if (b->impl->kind == MT_BACKEND_CUDA)
-		return mt_backend_cuda_mem_info(b, free_bytes, total_bytes);
-	*free_bytes = mt_backend_room(b);
-	*total_bytes = b->capacity;
-	return 0;
+	return b->impl->mem_info(b, free_bytes, total_bytes);
 }
 
 const char *mt_backend_message(const struct mt_backend *b)
@@ -121,8 +104,8 @@ const char *mt_backend_message(const struct mt_backend *b)
 
 static int check_room(struct mt_backend *b, uint64_t bytes, const char *what)
 {
-	if (bytes > mt_backend_room(b))
-		return mt_backend_fail(
+	if (bytes > rp_backend_room(b))
+		return rp_backend_fail(
 		        b, -ENOMEM, "%s of %llu bytes exceeds the capacity (%llu of %llu held)",
 		        what, (unsigned long long)bytes, (unsigned long long)b->stats.reserved,
 		        (unsigned long long)b->capacity);
@@ -131,17 +114,17 @@ static int check_room(struct mt_backend *b, uint64_t bytes, const char *what)
 
 /* Records key -> bytes in a table after the implementation succeeded (the
  * caller undoes the operation when this fails). */
-static int remember(struct mt_backend *b, struct mt_addrmap *m, uint64_t key, uint64_t bytes)
+static int remember(struct mt_backend *b, struct rp_addrmap *m, uint64_t key, uint64_t bytes)
 {
-	if (mt_addrmap_put(m, key, bytes) < 0)
-		return mt_backend_fail(b, -ENOMEM, "out of host memory");
+	if (rp_addrmap_put(m, key, bytes) < 0)
+		return rp_backend_fail(b, -ENOMEM, "out of host memory");
 	return 0;
 }
 
 int mt_backend_alloc(struct mt_backend *b, uint64_t bytes, uint64_t *address)
 {
 	if (!bytes)
-		return mt_backend_fail(b, -EINVAL, "allocation of 0 bytes");
+		return rp_backend_fail(b, -EINVAL, "allocation of 0 bytes");
 	int rc = check_room(b, bytes, "allocation");
 	if (rc < 0)
 		return rc;
@@ -161,13 +144,13 @@ int mt_backend_alloc(struct mt_backend *b, uint64_t bytes, uint64_t *address)
 int mt_backend_free(struct mt_backend *b, uint64_t address)
 {
 	uint64_t bytes;
-	if (!mt_addrmap_get(&b->plain, address, &bytes))
-		return mt_backend_fail(b, -EINVAL, "free of 0x%llx, which is not allocated",
+	if (!rp_addrmap_get(&b->plain, address, &bytes))
+		return rp_backend_fail(b, -EINVAL, "free of 0x%llx, which is not allocated",
 		                       (unsigned long long)address);
 	int rc = b->impl->free(b, address);
 	if (rc < 0)
 		return rc;
-	mt_addrmap_remove(&b->plain, address, NULL);
+	rp_addrmap_remove(&b->plain, address, NULL);
 	b->stats.free_calls++;
 	b->held -= bytes;
 	update_reserved(b);
@@ -177,7 +160,7 @@ int mt_backend_free(struct mt_backend *b, uint64_t address)
 static int check_granule(struct mt_backend *b, uint64_t bytes, const char *what)
 {
 	if (!bytes || bytes % b->granularity)
-		return mt_backend_fail(b, -EINVAL, "%s of %llu bytes: not a multiple of %llu", what,
+		return rp_backend_fail(b, -EINVAL, "%s of %llu bytes: not a multiple of %llu", what,
 		                       (unsigned long long)bytes,
 		                       (unsigned long long)b->granularity);
 	return 0;
@@ -196,12 +179,12 @@ int mt_backend_va_reserve(struct mt_backend *b, uint64_t bytes, uint64_t *va)
 int mt_backend_va_free(struct mt_backend *b, uint64_t va, uint64_t bytes)
 {
 	uint64_t have;
-	if (!mt_addrmap_get(&b->vas, va, &have) || have != bytes)
-		return mt_backend_fail(b, -EINVAL, "no address reservation of %llu bytes at 0x%llx",
+	if (!rp_addrmap_get(&b->vas, va, &have) || have != bytes)
+		return rp_backend_fail(b, -EINVAL, "no address reservation of %llu bytes at 0x%llx",
 		                       (unsigned long long)bytes, (unsigned long long)va);
 	int rc = b->impl->va_free(b, va, bytes);
 	if (rc == 0)
-		mt_addrmap_remove(&b->vas, va, NULL);
+		rp_addrmap_remove(&b->vas, va, NULL);
 	return rc;
 }
 
@@ -224,13 +207,13 @@ int mt_backend_mem_create(struct mt_backend *b, uint64_t bytes, uint64_t *handle
 int mt_backend_mem_release(struct mt_backend *b, uint64_t handle)
 {
 	uint64_t bytes;
-	if (!mt_addrmap_get(&b->handles, handle, &bytes))
-		return mt_backend_fail(b, -EINVAL, "release of unknown handle %llu",
+	if (!rp_addrmap_get(&b->handles, handle, &bytes))
+		return rp_backend_fail(b, -EINVAL, "release of unknown handle %llu",
 		                       (unsigned long long)handle);
 	int rc = b->impl->mem_release(b, handle);
 	if (rc < 0)
 		return rc;
-	mt_addrmap_remove(&b->handles, handle, NULL);
+	rp_addrmap_remove(&b->handles, handle, NULL);
 	b->stats.free_calls++;
 	b->held -= bytes;
 	update_reserved(b);
@@ -243,13 +226,13 @@ int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t h
 	int rc = check_granule(b, bytes, "mapping");
 	if (rc < 0)
 		return rc;
-	if (!mt_addrmap_get(&b->handles, handle, &hbytes) || hbytes != bytes)
-		return mt_backend_fail(b, -EINVAL,
+	if (!rp_addrmap_get(&b->handles, handle, &hbytes) || hbytes != bytes)
+		return rp_backend_fail(b, -EINVAL,
 		                       "map of %llu bytes: handle %llu unknown or of "
 		                       "another size",
 		                       (unsigned long long)bytes, (unsigned long long)handle);
-	if (va % b->granularity || mt_addrmap_get(&b->maps, va, NULL))
-		return mt_backend_fail(b, -EINVAL, "map at 0x%llx: unaligned or already mapped",
+	if (va % b->granularity || rp_addrmap_get(&b->maps, va, NULL))
+		return rp_backend_fail(b, -EINVAL, "map at 0x%llx: unaligned or already mapped",
 		                       (unsigned long long)va);
 	if ((rc = b->impl->map(b, va, bytes, handle)) < 0)
 		return rc;
@@ -264,13 +247,13 @@ int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t h
 int mt_backend_unmap(struct mt_backend *b, uint64_t va, uint64_t bytes)
 {
 	uint64_t have;
-	if (!mt_addrmap_get(&b->maps, va, &have) || have != bytes)
-		return mt_backend_fail(b, -EINVAL, "no mapping of %llu bytes at 0x%llx",
+	if (!rp_addrmap_get(&b->maps, va, &have) || have != bytes)
+		return rp_backend_fail(b, -EINVAL, "no mapping of %llu bytes at 0x%llx",
 		                       (unsigned long long)bytes, (unsigned long long)va);
 	int rc = b->impl->unmap(b, va, bytes);
 	if (rc < 0)
 		return rc;
-	mt_addrmap_remove(&b->maps, va, NULL);
+	rp_addrmap_remove(&b->maps, va, NULL);
 	b->stats.unmap_calls++;
 	return 0;
 }
@@ -279,7 +262,7 @@ int mt_backend_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream,
 {
 	unsigned grew = 0;
 	if (!bytes)
-		return mt_backend_fail(b, -EINVAL, "pool allocation of 0 bytes");
+		return rp_backend_fail(b, -EINVAL, "pool allocation of 0 bytes");
 	int rc = b->impl->pool_alloc(b, bytes, stream, address, &grew);
 	b->stats.alloc_calls += grew;
 	update_reserved(b);
@@ -300,4 +283,12 @@ int mt_backend_pool_trim(struct mt_backend *b, uint64_t keep_bytes)
 	b->stats.free_calls += released;
 	update_reserved(b);
 	return rc;
+}
+
+int mt_backend_pool_walk(struct mt_backend *b, mt_policy_walk_fn fn, void *data)
+{
+	if (!b->impl->pool_walk)
+		return rp_backend_fail(b, -ENOTSUP, "the %s backend's pool keeps its layout",
+		                       b->impl->name);
+	return b->impl->pool_walk(b, fn, data);
 }

@@ -2,8 +2,8 @@
  * replay policies' free lists (best fit = lower_bound by (stream, size,
  * address); first fit = lower_bound by address).
  *
- * The caller embeds a struct mt_rb_node in its own record and gives the
- * order as a comparator on nodes; mt_rb_entry() recovers the record. The
+ * The caller embeds a struct rp_rb_node in its own record and gives the
+ * order as a comparator on nodes; rp_rb_entry() recovers the record. The
  * tree allocates nothing, so insert and erase cannot fail. Nodes comparing
  * equal are allowed: a new node goes after its equals. Insert, erase and
  * lower_bound are O(log n); next/prev are amortised O(1).
@@ -14,69 +14,69 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct mt_rb_node {
-	struct mt_rb_node *parent;
-	struct mt_rb_node *child[2]; /* [0] left (smaller), [1] right (larger) */
+struct rp_rb_node {
+	struct rp_rb_node *parent;
+	struct rp_rb_node *child[2]; /* [0] left (smaller), [1] right (larger) */
 	bool red;
 };
 
-struct mt_rb_tree {
-	struct mt_rb_node *root;
+struct rp_rb_tree {
+	struct rp_rb_node *root;
 	size_t count;
 };
 
 /* Order between two nodes: negative, zero or positive as a < b, a == b, a > b. */
-typedef int (*mt_rb_cmp_fn)(const struct mt_rb_node *a, const struct mt_rb_node *b);
+typedef int (*rp_rb_cmp_fn)(const struct rp_rb_node *a, const struct rp_rb_node *b);
 /* Order between a search key and a node, same sign convention (key vs node). */
-typedef int (*mt_rb_key_fn)(const void *key, const struct mt_rb_node *n);
+typedef int (*rp_rb_key_fn)(const void *key, const struct rp_rb_node *n);
 
 /* The record that holds node `ptr` as its member `member`. */
-#define mt_rb_entry(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define rp_rb_entry(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
-#define MT_RB_TREE_INIT                                                                            \
+#define RP_RB_TREE_INIT                                                                            \
 	{                                                                                          \
 		NULL, 0                                                                            \
 	}
 
 /* Makes t empty (it holds no nodes; nothing is freed). */
-void mt_rb_init(struct mt_rb_tree *t);
+void rp_rb_init(struct rp_rb_tree *t);
 
 /* Links n as *link, a NULL child slot of parent found by a descent (or
  * &t->root with parent NULL), and rebalances. For the inline functions
- * below; callers use mt_rb_insert. */
-void mt_rb_link(struct mt_rb_tree *t, struct mt_rb_node *n, struct mt_rb_node *parent,
-                struct mt_rb_node **link);
+ * below; callers use rp_rb_insert. */
+void rp_rb_link(struct rp_rb_tree *t, struct rp_rb_node *n, struct rp_rb_node *parent,
+                struct rp_rb_node **link);
 
 /* Inserts n (not in any tree) in order by cmp, after the nodes equal to it.
  * Inline (as are the searches below) so a constant comparator is inlined
  * too: the policies' hot paths are these descents. */
-static inline void mt_rb_insert(struct mt_rb_tree *t, struct mt_rb_node *n, mt_rb_cmp_fn cmp)
+static inline void rp_rb_insert(struct rp_rb_tree *t, struct rp_rb_node *n, rp_rb_cmp_fn cmp)
 {
-	struct mt_rb_node *parent = NULL, **link = &t->root;
+	struct rp_rb_node *parent = NULL, **link = &t->root;
 
 	while (*link) {
 		parent = *link;
 		link = &parent->child[cmp(n, parent) < 0 ? 0 : 1];
 	}
-	mt_rb_link(t, n, parent, link);
+	rp_rb_link(t, n, parent, link);
 }
 
 /* Removes n, which must be in t. n's fields are undefined afterwards. */
-void mt_rb_erase(struct mt_rb_tree *t, struct mt_rb_node *n);
+void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *n);
 
 /* Smallest / largest node, or NULL when t is empty. */
-struct mt_rb_node *mt_rb_first(const struct mt_rb_tree *t);
-struct mt_rb_node *mt_rb_last(const struct mt_rb_tree *t);
+struct rp_rb_node *rp_rb_first(const struct rp_rb_tree *t);
+struct rp_rb_node *rp_rb_last(const struct rp_rb_tree *t);
 
 /* In-order successor / predecessor of n, or NULL at the end. */
-struct mt_rb_node *mt_rb_next(const struct mt_rb_node *n);
-struct mt_rb_node *mt_rb_prev(const struct mt_rb_node *n);
+struct rp_rb_node *rp_rb_next(const struct rp_rb_node *n);
+struct rp_rb_node *rp_rb_prev(const struct rp_rb_node *n);
 
 /* The first node not less than key (cmp(key, node) <= 0), or NULL. */
-static inline struct mt_rb_node *mt_rb_lower_bound(const struct mt_rb_tree *t, const void *key,
-                                                   mt_rb_key_fn cmp)
+static inline struct rp_rb_node *rp_rb_lower_bound(const struct rp_rb_tree *t, const void *key,
+                                                   rp_rb_key_fn cmp)
 {
-	struct mt_rb_node *n = t->root, *best = NULL;
+	struct rp_rb_node *n = t->root, *best = NULL;
 
 	while (n) {
 		if (cmp(key, n) <= 0) {
@@ -90,10 +90,10 @@ static inline struct mt_rb_node *mt_rb_lower_bound(const struct mt_rb_tree *t, c
 }
 
 /* The last node not greater than key (cmp(key, node) >= 0), or NULL. */
-static inline struct mt_rb_node *mt_rb_floor(const struct mt_rb_tree *t, const void *key,
-                                             mt_rb_key_fn cmp)
+static inline struct rp_rb_node *rp_rb_floor(const struct rp_rb_tree *t, const void *key,
+                                             rp_rb_key_fn cmp)
 {
-	struct mt_rb_node *n = t->root, *best = NULL;
+	struct rp_rb_node *n = t->root, *best = NULL;
 
 	while (n) {
 		if (cmp(key, n) >= 0) {
@@ -107,10 +107,10 @@ static inline struct mt_rb_node *mt_rb_floor(const struct mt_rb_tree *t, const v
 }
 
 /* The first node equal to key, or NULL. */
-static inline struct mt_rb_node *mt_rb_find(const struct mt_rb_tree *t, const void *key,
-                                            mt_rb_key_fn cmp)
+static inline struct rp_rb_node *rp_rb_find(const struct rp_rb_tree *t, const void *key,
+                                            rp_rb_key_fn cmp)
 {
-	struct mt_rb_node *n = mt_rb_lower_bound(t, key, cmp);
+	struct rp_rb_node *n = rp_rb_lower_bound(t, key, cmp);
 
 	return n && cmp(key, n) == 0 ? n : NULL;
 }
@@ -118,6 +118,6 @@ static inline struct mt_rb_node *mt_rb_find(const struct mt_rb_tree *t, const vo
 /* Checks the red-black invariants and parent links (for tests): returns the
  * black height (>= 1), or -1 when broken or when the order by cmp is not
  * respected. */
-int mt_rb_check(const struct mt_rb_tree *t, mt_rb_cmp_fn cmp);
+int rp_rb_check(const struct rp_rb_tree *t, rp_rb_cmp_fn cmp);
 
 #endif /* MEMTRACE_RBTREE_PRIVATE_H */

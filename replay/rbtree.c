@@ -8,13 +8,13 @@
 
 #include "rbtree-private.h"
 
-static bool is_red(const struct mt_rb_node *n)
+static bool is_red(const struct rp_rb_node *n)
 {
 	return n && n->red;
 }
 
-static void replace_child(struct mt_rb_tree *t, struct mt_rb_node *parent, struct mt_rb_node *old,
-                          struct mt_rb_node *new)
+static void replace_child(struct rp_rb_tree *t, struct rp_rb_node *parent, struct rp_rb_node *old,
+                          struct rp_rb_node *new)
 {
 	if (!parent)
 		t->root = new;
@@ -26,9 +26,9 @@ static void replace_child(struct mt_rb_tree *t, struct mt_rb_node *parent, struc
 
 /* Rotates x down towards direction dir: dir 0 = left rotation (x's right
  * child takes its place), dir 1 = right rotation. */
-static void rotate(struct mt_rb_tree *t, struct mt_rb_node *x, int dir)
+static void rotate(struct rp_rb_tree *t, struct rp_rb_node *x, int dir)
 {
-	struct mt_rb_node *y = x->child[1 - dir];
+	struct rp_rb_node *y = x->child[1 - dir];
 
 	x->child[1 - dir] = y->child[dir];
 	if (y->child[dir])
@@ -39,20 +39,20 @@ static void rotate(struct mt_rb_tree *t, struct mt_rb_node *x, int dir)
 	x->parent = y;
 }
 
-void mt_rb_init(struct mt_rb_tree *t)
+void rp_rb_init(struct rp_rb_tree *t)
 {
 	t->root = NULL;
 	t->count = 0;
 }
 
-static void insert_fixup(struct mt_rb_tree *t, struct mt_rb_node *z)
+static void insert_fixup(struct rp_rb_tree *t, struct rp_rb_node *z)
 {
-	struct mt_rb_node *p;
+	struct rp_rb_node *p;
 
 	while ((p = z->parent) && p->red) {
-		struct mt_rb_node *g = p->parent; /* exists: a red node is never the root */
+		struct rp_rb_node *g = p->parent; /* exists: a red node is never the root */
 		int d = p == g->child[0] ? 0 : 1;
-		struct mt_rb_node *u = g->child[1 - d];
+		struct rp_rb_node *u = g->child[1 - d];
 
 		if (is_red(u)) {
 			p->red = false;
@@ -73,8 +73,8 @@ static void insert_fixup(struct mt_rb_tree *t, struct mt_rb_node *z)
 	t->root->red = false;
 }
 
-void mt_rb_link(struct mt_rb_tree *t, struct mt_rb_node *n, struct mt_rb_node *parent,
-                struct mt_rb_node **link)
+void rp_rb_link(struct rp_rb_tree *t, struct rp_rb_node *n, struct rp_rb_node *parent,
+                struct rp_rb_node **link)
 {
 	n->parent = parent;
 	n->child[0] = n->child[1] = NULL;
@@ -84,7 +84,7 @@ void mt_rb_link(struct mt_rb_tree *t, struct mt_rb_node *n, struct mt_rb_node *p
 	insert_fixup(t, n);
 }
 
-static void transplant(struct mt_rb_tree *t, struct mt_rb_node *u, struct mt_rb_node *v)
+static void transplant(struct rp_rb_tree *t, struct rp_rb_node *u, struct rp_rb_node *v)
 {
 	replace_child(t, u->parent, u, v);
 	if (v)
@@ -92,11 +92,11 @@ static void transplant(struct mt_rb_tree *t, struct mt_rb_node *u, struct mt_rb_
 }
 
 /* x (possibly NULL) carries an extra black; xp is its parent. */
-static void erase_fixup(struct mt_rb_tree *t, struct mt_rb_node *x, struct mt_rb_node *xp)
+static void erase_fixup(struct rp_rb_tree *t, struct rp_rb_node *x, struct rp_rb_node *xp)
 {
 	while (x != t->root && !is_red(x)) {
 		int d = x == xp->child[0] ? 0 : 1;
-		struct mt_rb_node *w = xp->child[1 - d]; /* non-NULL: its side is black-heavier */
+		struct rp_rb_node *w = xp->child[1 - d]; /* non-NULL: its side is black-heavier */
 
 		if (w->red) {
 			w->red = false;
@@ -126,23 +126,23 @@ static void erase_fixup(struct mt_rb_tree *t, struct mt_rb_node *x, struct mt_rb
 		x->red = false;
 }
 
-static struct mt_rb_node *leftmost(struct mt_rb_node *n)
+static struct rp_rb_node *leftmost(struct rp_rb_node *n)
 {
 	while (n && n->child[0])
 		n = n->child[0];
 	return n;
 }
 
-static struct mt_rb_node *rightmost(struct mt_rb_node *n)
+static struct rp_rb_node *rightmost(struct rp_rb_node *n)
 {
 	while (n && n->child[1])
 		n = n->child[1];
 	return n;
 }
 
-void mt_rb_erase(struct mt_rb_tree *t, struct mt_rb_node *z)
+void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *z)
 {
-	struct mt_rb_node *x, *xp;
+	struct rp_rb_node *x, *xp;
 	bool removed_red;
 
 	if (!z->child[0] || !z->child[1]) {
@@ -151,7 +151,7 @@ void mt_rb_erase(struct mt_rb_tree *t, struct mt_rb_node *z)
 		removed_red = z->red;
 		transplant(t, z, x);
 	} else {
-		struct mt_rb_node *y = leftmost(z->child[1]);
+		struct rp_rb_node *y = leftmost(z->child[1]);
 
 		removed_red = y->red;
 		x = y->child[1];
@@ -173,21 +173,21 @@ void mt_rb_erase(struct mt_rb_tree *t, struct mt_rb_node *z)
 		erase_fixup(t, x, xp);
 }
 
-struct mt_rb_node *mt_rb_first(const struct mt_rb_tree *t)
+struct rp_rb_node *rp_rb_first(const struct rp_rb_tree *t)
 {
 	return leftmost(t->root);
 }
 
-struct mt_rb_node *mt_rb_last(const struct mt_rb_tree *t)
+struct rp_rb_node *rp_rb_last(const struct rp_rb_tree *t)
 {
 	return rightmost(t->root);
 }
 
 /* In-order neighbour of n in direction dir (1 = next, 0 = previous). */
-static struct mt_rb_node *step(const struct mt_rb_node *n, int dir)
+static struct rp_rb_node *step(const struct rp_rb_node *n, int dir)
 {
 	if (n->child[dir]) {
-		struct mt_rb_node *c = n->child[dir];
+		struct rp_rb_node *c = n->child[dir];
 
 		return dir ? leftmost(c) : rightmost(c);
 	}
@@ -196,18 +196,18 @@ static struct mt_rb_node *step(const struct mt_rb_node *n, int dir)
 	return n->parent;
 }
 
-struct mt_rb_node *mt_rb_next(const struct mt_rb_node *n)
+struct rp_rb_node *rp_rb_next(const struct rp_rb_node *n)
 {
 	return step(n, 1);
 }
 
-struct mt_rb_node *mt_rb_prev(const struct mt_rb_node *n)
+struct rp_rb_node *rp_rb_prev(const struct rp_rb_node *n)
 {
 	return step(n, 0);
 }
 
 /* Black height of the subtree at n, or -1 when an invariant is broken. */
-static int check_subtree(const struct mt_rb_node *n, const struct mt_rb_node *parent)
+static int check_subtree(const struct rp_rb_node *n, const struct rp_rb_node *parent)
 {
 	int hl, hr;
 
@@ -224,14 +224,14 @@ static int check_subtree(const struct mt_rb_node *n, const struct mt_rb_node *pa
 	return hl + (n->red ? 0 : 1);
 }
 
-int mt_rb_check(const struct mt_rb_tree *t, mt_rb_cmp_fn cmp)
+int rp_rb_check(const struct rp_rb_tree *t, rp_rb_cmp_fn cmp)
 {
-	const struct mt_rb_node *n, *prev = NULL;
+	const struct rp_rb_node *n, *prev = NULL;
 	size_t count = 0;
 
 	if (is_red(t->root))
 		return -1;
-	for (n = mt_rb_first(t); n; prev = n, n = mt_rb_next(n)) {
+	for (n = rp_rb_first(t); n; prev = n, n = rp_rb_next(n)) {
 		if (prev && cmp(prev, n) > 0)
 			return -1;
 		count++;

@@ -14,10 +14,11 @@
  *
  * Under the cuda backend this is the driver's real pool; under sim it is
  * the sim backend's documented approximation of it (replay/backend-sim.c),
- * hence MT_POLICY_SIM_APPROX. The pool's internal layout belongs to the
- * driver, so walk shows each live allocation as a segment of its own;
- * allocated and requested are the requested bytes; reserved is the pool's
- * memory as the backend accounts it.
+ * hence MT_POLICY_SIM_APPROX. walk shows the pool's chunks and blocks where
+ * the backend can see them (sim); the driver's pool keeps its layout to
+ * itself, so under cuda each live allocation shows as a segment of its
+ * own. allocated and requested are the requested bytes; reserved is the
+ * pool's memory as the backend accounts it.
  *
  * Parameters: none. Left out: pool attributes other than the release
  * threshold, cross-stream dependencies (events), IPC pools.
@@ -30,20 +31,19 @@
 #include "addrmap-private.h"
 #include "policy-private.h"
 
-extern const struct mt_policy_ops mt_policy_async;
+extern const struct mt_policy_ops rp_policy_async;
 
 struct async {
 	struct mt_policy base;
 	struct mt_backend *b;
-	struct mt_addrmap live; /* address -> bytes */
-	uint64_t allocated;
+	struct rp_addrmap live; /* address -> bytes */
 	uint64_t cache_flushes;
 };
 
 static int async_create(struct mt_policy **out, struct mt_backend *b, const char *params, char *err,
                         size_t errlen)
 {
-	int rc = mt_params_parse("async", params, NULL, 0, err, errlen);
+	int rc = rp_params_parse("async", params, NULL, 0, err, errlen);
 	struct async *p;
 
 	if (rc < 0)
@@ -51,7 +51,7 @@ static int async_create(struct mt_policy **out, struct mt_backend *b, const char
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->base.ops = &mt_policy_async;
+	p->base.ops = &rp_policy_async;
 	p->b = b;
 	*out = &p->base;
 	return 0;
@@ -72,11 +72,11 @@ static int async_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, s
 	}
 	if (rc < 0)
 		return rc;
-	if (mt_addrmap_put(&p->live, *address, size) < 0) {
+	if (rp_addrmap_put(&p->live, *address, size) < 0) {
 		mt_backend_pool_free(p->b, *address, stream);
 		return -ENOMEM;
 	}
-	p->allocated += size;
+	p->base.allocated += size;
 	return 0;
 }
 
@@ -85,9 +85,9 @@ static int async_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 	struct async *p = (struct async *)pol;
 	uint64_t bytes;
 
-	if (!mt_addrmap_remove(&p->live, address, &bytes))
+	if (!rp_addrmap_remove(&p->live, address, &bytes))
 		return -EINVAL;
-	p->allocated -= bytes;
+	p->base.allocated -= bytes;
 	return mt_backend_pool_free(p->b, address, stream);
 }
 
@@ -98,38 +98,59 @@ static int async_empty_cache(struct mt_policy *pol)
 
 static int async_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 {
-	return mt_policy_walk_own_segments(&((struct async *)pol)->live, fn, data);
+	struct async *p = (struct async *)pol;
+	int rc = mt_backend_pool_walk(p->b, fn, data);
+
+	return rc == -ENOTSUP ? rp_policy_walk_own_segments(&p->live, fn, data) : rc;
+}
+
+/* Segments and the largest free block, as walk shows them. */
+struct layout {
+	uint64_t segments, largest_free;
+};
+
+static int count(void *data, bool is_segment, const struct mt_policy_block *blk)
+{
+	struct layout *l = data;
+
+	if (is_segment)
+		l->segments++;
+	else if (!blk->allocated && blk->bytes > l->largest_free)
+		l->largest_free = blk->bytes;
+	return 0;
 }
 
 static void async_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct async *p = (struct async *)pol;
 	struct mt_backend_stats bs;
+	struct layout l = { 0, 0 };
 
+	async_walk(pol, count, &l);
 	mt_backend_get_stats(p->b, &bs);
-	st->allocated = p->allocated;
-	st->requested = p->allocated;
+	st->allocated = p->base.allocated;
+	st->requested = p->base.allocated;
 	st->reserved = bs.reserved;
-	st->segments = p->live.count;
-	st->largest_free = 0; /* inside the driver's pool: unknown */
+	st->segments = l.segments;
+	st->largest_free = l.largest_free;
 	st->cache_flushes = p->cache_flushes;
 }
 
 static void async_destroy(struct mt_policy *pol)
 {
 	struct async *p = (struct async *)pol;
-	const struct mt_addrmap_slot *s;
+	const struct rp_addrmap_slot *s;
 
 	if (!p)
 		return;
-	for (size_t i = 0; mt_addrmap_next(&p->live, &i, &s);)
+	for (size_t i = 0; rp_addrmap_next(&p->live, &i, &s);)
 		mt_backend_pool_free(p->b, s->key, 0);
 	mt_backend_pool_trim(p->b, 0);
-	mt_addrmap_release(&p->live);
+	rp_addrmap_release(&p->live);
 	free(p);
 }
 
-const struct mt_policy_ops mt_policy_async = {
+const struct mt_policy_ops rp_policy_async = {
 	.name = "async",
 	.summary = "CUDA stream-ordered pool (cudaMallocAsync); sim: documented approximation",
 	.flags = MT_POLICY_POOL | MT_POLICY_SIM_APPROX,

@@ -13,24 +13,24 @@
 
 #include "fit-policy-private.h"
 
-extern const struct mt_policy_ops mt_policy_bestfit;
+extern const struct mt_policy_ops rp_policy_bestfit;
 
 static int bestfit_create(struct mt_policy **out, struct mt_backend *b, const char *params,
                           char *err, size_t errlen)
 {
-	return mt_fit_policy_create(out, &mt_policy_bestfit, MT_ARENA_BEST_FIT, b, params, err,
+	return rp_fit_policy_create(out, &rp_policy_bestfit, RP_ARENA_BEST_FIT, b, params, err,
 	                            errlen);
 }
 
-const struct mt_policy_ops mt_policy_bestfit = {
+const struct mt_policy_ops rp_policy_bestfit = {
 	.name = "bestfit",
 	.summary = "best fit over 2 MiB-rounded segments, split and merge",
 	.flags = 0,
 	.create = bestfit_create,
-	.alloc = mt_fit_policy_alloc,
-	.free = mt_fit_policy_free,
-	.empty_cache = mt_fit_policy_empty_cache,
-	.walk = mt_fit_policy_walk,
-	.stats = mt_fit_policy_stats,
-	.destroy = mt_fit_policy_destroy,
+	.alloc = rp_fit_policy_alloc,
+	.free = rp_fit_policy_free,
+	.empty_cache = rp_fit_policy_empty_cache,
+	.walk = rp_fit_policy_walk,
+	.stats = rp_fit_policy_stats,
+	.destroy = rp_fit_policy_destroy,
 };

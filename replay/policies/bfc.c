@@ -46,12 +46,12 @@
 #define MIN_ALLOCATION 256ull /* kMinAllocationSize */
 #define NUM_BINS 21           /* kNumBins */
 
-extern const struct mt_policy_ops mt_policy_bfc;
+extern const struct mt_policy_ops rp_policy_bfc;
 
 struct region;
 
 struct chunk {
-	struct mt_rb_node node;    /* in its bin while free */
+	struct rp_rb_node node;    /* in its bin while free */
 	uint64_t size, seq, addr;  /* its order in a bin; seq: its region's */
 	struct chunk *prev, *next; /* neighbours in the region */
 	struct region *region;
@@ -69,8 +69,8 @@ struct region {
 struct bfc {
 	struct mt_policy base;
 	struct mt_backend *b;
-	struct mt_rb_tree bins[NUM_BINS];
-	struct mt_addrmap live; /* address -> struct chunk * */
+	struct rp_rb_tree bins[NUM_BINS];
+	struct rp_addrmap live; /* address -> struct chunk * */
 	struct region *regions;
 	uint64_t memory_limit;
 	uint64_t total_region_allocated;
@@ -78,12 +78,12 @@ struct bfc {
 	uint64_t max_internal_fragmentation;
 	bool started_backpedal;
 	bool garbage_collection;
-	uint64_t nregions, next_seq, allocated, requested, cache_flushes;
+	uint64_t nregions, next_seq, requested, cache_flushes;
 };
 
 static uint64_t rounded_bytes(uint64_t bytes)
 {
-	return mt_round_up(bytes, MIN_ALLOCATION);
+	return rp_round_up(bytes, MIN_ALLOCATION);
 }
 
 static int bin_for_size(uint64_t bytes)
@@ -94,9 +94,9 @@ static int bin_for_size(uint64_t bytes)
 	return b < NUM_BINS - 1 ? b : NUM_BINS - 1;
 }
 
-static const struct chunk *node_chunk(const struct mt_rb_node *n)
+static const struct chunk *node_chunk(const struct rp_rb_node *n)
 {
-	return mt_rb_entry(n, const struct chunk, node);
+	return rp_rb_entry(n, const struct chunk, node);
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -108,7 +108,7 @@ static int cmp_u64(uint64_t a, uint64_t b)
  * (region creation number, address) so the order does not depend on where
  * the backend places regions (it is the pointer order when regions get
  * increasing addresses, as under sim): sim and cuda replays choose alike. */
-static int cmp_chunk(const struct mt_rb_node *a, const struct mt_rb_node *b)
+static int cmp_chunk(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct chunk *x = node_chunk(a), *y = node_chunk(b);
 	int c = cmp_u64(x->size, y->size);
@@ -118,19 +118,19 @@ static int cmp_chunk(const struct mt_rb_node *a, const struct mt_rb_node *b)
 	return c ? c : cmp_u64(x->addr, y->addr);
 }
 
-static int key_size(const void *key, const struct mt_rb_node *n)
+static int key_size(const void *key, const struct rp_rb_node *n)
 {
 	return cmp_u64(*(const uint64_t *)key, node_chunk(n)->size);
 }
 
 static void bin_insert(struct bfc *p, struct chunk *c)
 {
-	mt_rb_insert(&p->bins[bin_for_size(c->size)], &c->node, cmp_chunk);
+	rp_rb_insert(&p->bins[bin_for_size(c->size)], &c->node, cmp_chunk);
 }
 
 static void bin_remove(struct bfc *p, struct chunk *c)
 {
-	mt_rb_erase(&p->bins[bin_for_size(c->size)], &c->node);
+	rp_rb_erase(&p->bins[bin_for_size(c->size)], &c->node);
 }
 
 /* Merge: c2 (right after c1) joins c1. */
@@ -231,12 +231,12 @@ static int extend(struct bfc *p, uint64_t rounded)
 static struct chunk *find_chunk(struct bfc *p, uint64_t rounded, uint64_t requested)
 {
 	for (int bin = bin_for_size(rounded); bin < NUM_BINS; bin++) {
-		struct mt_rb_node *n = mt_rb_lower_bound(&p->bins[bin], &rounded, key_size);
+		struct rp_rb_node *n = rp_rb_lower_bound(&p->bins[bin], &rounded, key_size);
 		struct chunk *c;
 
 		if (!n)
 			continue;
-		c = mt_rb_entry(n, struct chunk, node);
+		c = rp_rb_entry(n, struct chunk, node);
 		bin_remove(p, c);
 		if (c->size >= rounded * 2 || c->size - rounded >= p->max_internal_fragmentation) {
 			struct chunk *rest = calloc(1, sizeof(*rest));
@@ -329,12 +329,12 @@ static int bfc_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, siz
 		if (!c)
 			return -ENOMEM;
 	}
-	if (mt_addrmap_put(&p->live, c->addr, (uint64_t)(uintptr_t)c) < 0) {
+	if (rp_addrmap_put(&p->live, c->addr, (uint64_t)(uintptr_t)c) < 0) {
 		c->in_use = false;
 		bin_insert(p, coalesce(p, c));
 		return -ENOMEM;
 	}
-	p->allocated += c->size;
+	p->base.allocated += c->size;
 	p->requested += c->requested;
 	*address = c->addr;
 	return 0;
@@ -346,11 +346,11 @@ static int bfc_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 	struct chunk *c;
 	uint64_t v;
 
-	if (!mt_addrmap_remove(&p->live, address, &v))
+	if (!rp_addrmap_remove(&p->live, address, &v))
 		return -EINVAL;
 	c = (struct chunk *)(uintptr_t)v;
 	c->in_use = false;
-	p->allocated -= c->size;
+	p->base.allocated -= c->size;
 	p->requested -= c->requested;
 	bin_insert(p, coalesce(p, c));
 	return 0;
@@ -385,13 +385,13 @@ static void bfc_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct bfc *p = (struct bfc *)pol;
 
-	st->allocated = p->allocated;
+	st->allocated = p->base.allocated;
 	st->requested = p->requested;
 	st->reserved = p->total_region_allocated;
 	st->segments = p->nregions;
 	st->largest_free = 0;
 	for (int i = NUM_BINS - 1; i >= 0; i--) {
-		struct mt_rb_node *n = mt_rb_last(&p->bins[i]);
+		struct rp_rb_node *n = rp_rb_last(&p->bins[i]);
 
 		if (n) {
 			st->largest_free = node_chunk(n)->size;
@@ -419,7 +419,7 @@ static void bfc_destroy(struct mt_policy *pol)
 		}
 		free(r);
 	}
-	mt_addrmap_release(&p->live);
+	rp_addrmap_release(&p->live);
 	free(p);
 }
 
@@ -428,13 +428,13 @@ static int bfc_create(struct mt_policy **out, struct mt_backend *b, const char *
 {
 	uint64_t allow_growth = 1, garbage_collection = 1;
 	double fragmentation_fraction = 0.0;
-	const struct mt_param defs[] = {
-		{ "allow_growth", MT_PARAM_UINT, &allow_growth },
-		{ "garbage_collection", MT_PARAM_UINT, &garbage_collection },
-		{ "fragmentation_fraction", MT_PARAM_DOUBLE, &fragmentation_fraction },
+	const struct rp_param defs[] = {
+		{ "allow_growth", RP_PARAM_UINT, &allow_growth },
+		{ "garbage_collection", RP_PARAM_UINT, &garbage_collection },
+		{ "fragmentation_fraction", RP_PARAM_DOUBLE, &fragmentation_fraction },
 	};
 	struct bfc *p;
-	int rc = mt_params_parse("bfc", params, defs, sizeof(defs) / sizeof(defs[0]), err, errlen);
+	int rc = rp_params_parse("bfc", params, defs, sizeof(defs) / sizeof(defs[0]), err, errlen);
 	uint64_t limit = mt_backend_capacity(b);
 
 	if (rc < 0)
@@ -454,7 +454,7 @@ static int bfc_create(struct mt_policy **out, struct mt_backend *b, const char *
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->base.ops = &mt_policy_bfc;
+	p->base.ops = &rp_policy_bfc;
 	p->b = b;
 	p->memory_limit = limit;
 	p->curr_region_allocation =
@@ -467,7 +467,7 @@ static int bfc_create(struct mt_policy **out, struct mt_backend *b, const char *
 	return 0;
 }
 
-const struct mt_policy_ops mt_policy_bfc = {
+const struct mt_policy_ops rp_policy_bfc = {
 	.name = "bfc",
 	.summary = "TensorFlow BFC allocator (256 B rounding, power-of-two bins, doubling regions)",
 	.flags = 0,

@@ -22,7 +22,7 @@
 #include "addrmap-private.h"
 #include "policy-private.h"
 
-extern const struct mt_policy_ops mt_policy_buddy;
+extern const struct mt_policy_ops rp_policy_buddy;
 
 #define ORDERS 64
 
@@ -46,10 +46,10 @@ struct buddy {
 	struct mt_backend *backend;
 	unsigned min_order, segment_order;
 	struct block *free_list[ORDERS];
-	struct mt_addrmap blocks; /* address -> block (free and allocated) */
+	struct rp_addrmap blocks; /* address -> block (free and allocated) */
 	struct buddy_segment *segments;
 	struct block *spare;
-	uint64_t allocated, requested, reserved, nsegments, flushes;
+	uint64_t requested, reserved, nsegments, flushes;
 };
 
 static unsigned log2_ceil(uint64_t x)
@@ -64,11 +64,11 @@ static int buddy_create(struct mt_policy **out, struct mt_backend *b, const char
                         size_t errlen)
 {
 	uint64_t min_block = 512, segment = 2ull << 20;
-	const struct mt_param defs[] = {
-		{ "min_block", MT_PARAM_SIZE, &min_block },
-		{ "segment", MT_PARAM_SIZE, &segment },
+	const struct rp_param defs[] = {
+		{ "min_block", RP_PARAM_SIZE, &min_block },
+		{ "segment", RP_PARAM_SIZE, &segment },
 	};
-	int rc = mt_params_parse("buddy", params, defs, 2, err, errlen);
+	int rc = rp_params_parse("buddy", params, defs, 2, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (!min_block || segment < min_block || log2_ceil(segment) > 48) {
@@ -78,7 +78,7 @@ static int buddy_create(struct mt_policy **out, struct mt_backend *b, const char
 	struct buddy *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->base.ops = &mt_policy_buddy;
+	p->base.ops = &rp_policy_buddy;
 	p->backend = b;
 	p->min_order = log2_ceil(min_block);
 	p->segment_order = log2_ceil(segment);
@@ -116,7 +116,7 @@ static struct block *new_block(struct buddy *p, uint64_t address, unsigned order
 	else if (!(k = malloc(sizeof(*k))))
 		return NULL;
 	*k = (struct block){ .address = address, .segment = seg, .order = order };
-	if (mt_addrmap_put(&p->blocks, address, (uint64_t)(uintptr_t)k) < 0) {
+	if (rp_addrmap_put(&p->blocks, address, (uint64_t)(uintptr_t)k) < 0) {
 		free(k);
 		return NULL;
 	}
@@ -125,7 +125,7 @@ static struct block *new_block(struct buddy *p, uint64_t address, unsigned order
 
 static void drop_block(struct buddy *p, struct block *k)
 {
-	mt_addrmap_remove(&p->blocks, k->address, NULL);
+	rp_addrmap_remove(&p->blocks, k->address, NULL);
 	k->next = p->spare;
 	p->spare = k;
 }
@@ -133,7 +133,7 @@ static void drop_block(struct buddy *p, struct block *k)
 static struct block *lookup(struct buddy *p, uint64_t address)
 {
 	uint64_t v;
-	return mt_addrmap_get(&p->blocks, address, &v) ? (struct block *)(uintptr_t)v : NULL;
+	return rp_addrmap_get(&p->blocks, address, &v) ? (struct block *)(uintptr_t)v : NULL;
 }
 
 /* Gives back wholly free segments (all when `all`). */
@@ -171,7 +171,7 @@ static int add_segment(struct buddy *p, unsigned order)
 {
 	uint64_t address;
 	int rc = mt_backend_alloc(p->backend, 1ull << order, &address);
-	if (rc == -ENOMEM && p->reserved > p->allocated) {
+	if (rc == -ENOMEM && p->reserved > p->base.allocated) {
 		p->flushes++;
 		if ((rc = release_segments(p, false)) < 0)
 			return rc;
@@ -225,7 +225,7 @@ static int buddy_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, s
 		list_push(p, half);
 	}
 	k->requested = bytes;
-	p->allocated += 1ull << k->order;
+	p->base.allocated += 1ull << k->order;
 	p->requested += bytes;
 	*address = k->address;
 	return 0;
@@ -237,7 +237,7 @@ static int buddy_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 	struct block *k = lookup(p, address);
 	if (!k || k->free)
 		return -EINVAL;
-	p->allocated -= 1ull << k->order;
+	p->base.allocated -= 1ull << k->order;
 	p->requested -= k->requested;
 	uint64_t base = k->segment->address;
 	while (k->order < k->segment->order) {
@@ -286,7 +286,7 @@ static void buddy_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 	for (unsigned j = 0; j < ORDERS; j++)
 		if (p->free_list[j])
 			largest = 1ull << j;
-	*st = (struct mt_policy_stats){ .allocated = p->allocated,
+	*st = (struct mt_policy_stats){ .allocated = p->base.allocated,
 		                        .requested = p->requested,
 		                        .reserved = p->reserved,
 		                        .segments = p->nsegments,
@@ -297,25 +297,25 @@ static void buddy_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 static void buddy_destroy(struct mt_policy *pol)
 {
 	struct buddy *p = (struct buddy *)pol;
-	const struct mt_addrmap_slot *s;
+	const struct rp_addrmap_slot *s;
 	release_segments(p, true);
 	while (p->segments) { /* only after a backend error */
 		struct buddy_segment *n = p->segments->next;
 		free(p->segments);
 		p->segments = n;
 	}
-	for (size_t i = 0; mt_addrmap_next(&p->blocks, &i, &s);)
+	for (size_t i = 0; rp_addrmap_next(&p->blocks, &i, &s);)
 		free((struct block *)(uintptr_t)s->value);
 	while (p->spare) {
 		struct block *n = p->spare->next;
 		free(p->spare);
 		p->spare = n;
 	}
-	mt_addrmap_release(&p->blocks);
+	rp_addrmap_release(&p->blocks);
 	free(p);
 }
 
-const struct mt_policy_ops mt_policy_buddy = {
+const struct mt_policy_ops rp_policy_buddy = {
 	.name = "buddy",
 	.summary = "binary buddy allocator over power-of-two segments (2 MiB and up)",
 	.flags = 0,

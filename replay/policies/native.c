@@ -14,25 +14,24 @@
 #include "addrmap-private.h"
 #include "policy-private.h"
 
-extern const struct mt_policy_ops mt_policy_native;
+extern const struct mt_policy_ops rp_policy_native;
 
 struct native {
 	struct mt_policy base;
 	struct mt_backend *backend;
-	struct mt_addrmap live; /* address -> bytes */
-	uint64_t allocated;
+	struct rp_addrmap live; /* address -> bytes */
 };
 
 static int native_create(struct mt_policy **out, struct mt_backend *b, const char *params,
                          char *err, size_t errlen)
 {
-	int rc = mt_params_parse("native", params, NULL, 0, err, errlen);
+	int rc = rp_params_parse("native", params, NULL, 0, err, errlen);
 	if (rc < 0)
 		return rc;
 	struct native *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->base.ops = &mt_policy_native;
+	p->base.ops = &rp_policy_native;
 	p->backend = b;
 	*out = &p->base;
 	return 0;
@@ -45,11 +44,11 @@ static int native_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, 
 	int rc = mt_backend_alloc(p->backend, bytes, address);
 	if (rc < 0)
 		return rc;
-	if (mt_addrmap_put(&p->live, *address, bytes) < 0) {
+	if (rp_addrmap_put(&p->live, *address, bytes) < 0) {
 		mt_backend_free(p->backend, *address);
 		return -ENOMEM;
 	}
-	p->allocated += bytes;
+	p->base.allocated += bytes;
 	return 0;
 }
 
@@ -57,9 +56,9 @@ static int native_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 {
 	struct native *p = (struct native *)pol;
 	uint64_t bytes;
-	if (!mt_addrmap_remove(&p->live, address, &bytes))
+	if (!rp_addrmap_remove(&p->live, address, &bytes))
 		return -EINVAL;
-	p->allocated -= bytes;
+	p->base.allocated -= bytes;
 	return mt_backend_free(p->backend, address);
 }
 
@@ -70,29 +69,29 @@ static int native_empty_cache(struct mt_policy *pol)
 
 static int native_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 {
-	return mt_policy_walk_own_segments(&((struct native *)pol)->live, fn, data);
+	return rp_policy_walk_own_segments(&((struct native *)pol)->live, fn, data);
 }
 
 static void native_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct native *p = (struct native *)pol;
-	*st = (struct mt_policy_stats){ .allocated = p->allocated,
-		                        .requested = p->allocated,
-		                        .reserved = p->allocated,
+	*st = (struct mt_policy_stats){ .allocated = p->base.allocated,
+		                        .requested = p->base.allocated,
+		                        .reserved = p->base.allocated,
 		                        .segments = p->live.count };
 }
 
 static void native_destroy(struct mt_policy *pol)
 {
 	struct native *p = (struct native *)pol;
-	const struct mt_addrmap_slot *s;
-	for (size_t i = 0; mt_addrmap_next(&p->live, &i, &s);)
+	const struct rp_addrmap_slot *s;
+	for (size_t i = 0; rp_addrmap_next(&p->live, &i, &s);)
 		mt_backend_free(p->backend, s->key);
-	mt_addrmap_release(&p->live);
+	rp_addrmap_release(&p->live);
 	free(p);
 }
 
-const struct mt_policy_ops mt_policy_native = {
+const struct mt_policy_ops rp_policy_native = {
 	.name = "native",
 	.summary = "one driver allocation per request (cudaMalloc/cudaFree)",
 	.flags = 0,

@@ -26,7 +26,7 @@
 #include "addrmap-private.h"
 #include "policy-private.h"
 
-extern const struct mt_policy_ops mt_policy_planned;
+extern const struct mt_policy_ops rp_policy_planned;
 
 #define LEAF 32 /* requests per tree leaf */
 
@@ -39,16 +39,16 @@ struct planned {
 	uint64_t *bytes;  /* per request, as asked */
 	size_t n;
 	uint64_t arena_bytes, arena; /* arena: address, 0 = not held */
-	struct mt_addrmap live;      /* address -> request index */
-	uint64_t allocated, requested;
+	struct rp_addrmap live;      /* address -> request index */
+	uint64_t requested;
 };
 
 static int planned_create(struct mt_policy **out, struct mt_backend *b, const char *params,
                           char *err, size_t errlen)
 {
 	uint64_t align = 512;
-	const struct mt_param defs[] = { { "align", MT_PARAM_SIZE, &align } };
-	int rc = mt_params_parse("planned", params, defs, 1, err, errlen);
+	const struct rp_param defs[] = { { "align", RP_PARAM_SIZE, &align } };
+	int rc = rp_params_parse("planned", params, defs, 1, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (!align) {
@@ -58,7 +58,7 @@ static int planned_create(struct mt_policy **out, struct mt_backend *b, const ch
 	struct planned *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->base.ops = &mt_policy_planned;
+	p->base.ops = &rp_policy_planned;
 	p->backend = b;
 	p->align = align;
 	*out = &p->base;
@@ -243,7 +243,7 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	for (size_t i = 0; i < n; i++) {
 		pl.pos[pl.by_start[i]] = i;
 		p->bytes[i] = reqs[i].bytes;
-		p->size[i] = mt_round_up(reqs[i].bytes ? reqs[i].bytes : 1, p->align);
+		p->size[i] = rp_round_up(reqs[i].bytes ? reqs[i].bytes : 1, p->align);
 		order[i] = (struct sort_key){ UINT64_MAX - p->size[i], reqs[i].start, i };
 	}
 	qsort(order, n, sizeof(*order), by_keys);
@@ -281,9 +281,9 @@ static int planned_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream,
 		}
 	}
 	*address = p->arena + p->offset[index];
-	if (mt_addrmap_put(&p->live, *address, index) < 0)
+	if (rp_addrmap_put(&p->live, *address, index) < 0)
 		return -ENOMEM;
-	p->allocated += p->size[index];
+	p->base.allocated += p->size[index];
 	p->requested += bytes;
 	return 0;
 }
@@ -292,9 +292,9 @@ static int planned_free(struct mt_policy *pol, uint64_t address, uint64_t stream
 {
 	struct planned *p = (struct planned *)pol;
 	uint64_t i;
-	if (!mt_addrmap_remove(&p->live, address, &i))
+	if (!rp_addrmap_remove(&p->live, address, &i))
 		return -EINVAL;
-	p->allocated -= p->size[i];
+	p->base.allocated -= p->size[i];
 	p->requested -= p->bytes[i];
 	return 0;
 }
@@ -312,7 +312,7 @@ static int planned_empty_cache(struct mt_policy *pol)
 
 static int by_address(const void *a, const void *b)
 {
-	const struct mt_addrmap_slot *x = a, *y = b;
+	const struct rp_addrmap_slot *x = a, *y = b;
 	return (x->key > y->key) - (x->key < y->key);
 }
 
@@ -321,12 +321,12 @@ static int planned_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 	struct planned *p = (struct planned *)pol;
 	if (!p->arena)
 		return 0;
-	struct mt_addrmap_slot *live = malloc((p->live.count + 1) * sizeof(*live));
-	const struct mt_addrmap_slot *s;
+	struct rp_addrmap_slot *live = malloc((p->live.count + 1) * sizeof(*live));
+	const struct rp_addrmap_slot *s;
 	size_t k = 0;
 	if (!live)
 		return -ENOMEM;
-	for (size_t i = 0; mt_addrmap_next(&p->live, &i, &s);)
+	for (size_t i = 0; rp_addrmap_next(&p->live, &i, &s);)
 		live[k++] = *s;
 	qsort(live, k, sizeof(*live), by_address);
 	struct mt_policy_block blk = { p->arena, p->arena_bytes, 0, false };
@@ -352,7 +352,7 @@ static int planned_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 static void planned_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct planned *p = (struct planned *)pol;
-	*st = (struct mt_policy_stats){ .allocated = p->allocated,
+	*st = (struct mt_policy_stats){ .allocated = p->base.allocated,
 		                        .requested = p->requested,
 		                        .reserved = p->arena ? p->arena_bytes : 0,
 		                        .segments = p->arena ? 1 : 0 };
@@ -363,14 +363,14 @@ static void planned_destroy(struct mt_policy *pol)
 	struct planned *p = (struct planned *)pol;
 	if (p->arena)
 		mt_backend_free(p->backend, p->arena);
-	mt_addrmap_release(&p->live);
+	rp_addrmap_release(&p->live);
 	free(p->offset);
 	free(p->size);
 	free(p->bytes);
 	free(p);
 }
 
-const struct mt_policy_ops mt_policy_planned = {
+const struct mt_policy_ops rp_policy_planned = {
 	.name = "planned",
 	.summary = "offline greedy-by-size placement with every lifetime known (a static planner)",
 	.flags = MT_POLICY_OFFLINE,

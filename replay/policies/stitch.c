@@ -50,7 +50,7 @@
 #include "policy-private.h"
 #include "rbtree-private.h"
 
-extern const struct mt_policy_ops mt_policy_stitch;
+extern const struct mt_policy_ops rp_policy_stitch;
 
 /* A VA reservation; blocks split from one block share it. */
 struct vres {
@@ -60,7 +60,7 @@ struct vres {
 };
 
 struct vblock {
-	struct mt_rb_node node; /* in the free tree while free */
+	struct rp_rb_node node; /* in the free tree while free */
 	uint64_t stream;
 	uint64_t npages;                    /* pages mapped at va, va + page, ... */
 	uint64_t seq;                       /* its reservation's creation number */
@@ -81,13 +81,13 @@ struct stitch {
 	struct mt_backend *b;
 	struct mt_policy *small; /* `caching`, for requests <= 1 MiB */
 	uint64_t page;
-	struct mt_rb_tree free_tree;  /* (stream, npages, seq, va) */
-	struct mt_addrmap live;       /* va -> struct vblock * */
+	struct rp_rb_tree free_tree;  /* (stream, npages, seq, va) */
+	struct rp_addrmap live;       /* va -> struct vblock * */
 	struct stream_pages *streams; /* free pages per stream (streams are few) */
 	size_t nstreams;
 	struct vblock *all;
 	uint64_t nblocks, pages_held, next_seq;
-	uint64_t allocated, requested, cache_flushes;
+	uint64_t large_allocated, requested, cache_flushes; /* large requests */
 };
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -95,17 +95,17 @@ static int cmp_u64(uint64_t a, uint64_t b)
 	return (a > b) - (a < b);
 }
 
-static const struct vblock *node_vb(const struct mt_rb_node *n)
+static const struct vblock *node_vb(const struct rp_rb_node *n)
 {
-	return mt_rb_entry(n, const struct vblock, node);
+	return rp_rb_entry(n, const struct vblock, node);
 }
 
-static struct vblock *vb(struct mt_rb_node *n)
+static struct vblock *vb(struct rp_rb_node *n)
 {
-	return n ? mt_rb_entry(n, struct vblock, node) : NULL;
+	return n ? rp_rb_entry(n, struct vblock, node) : NULL;
 }
 
-static int cmp_free(const struct mt_rb_node *a, const struct mt_rb_node *b)
+static int cmp_free(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct vblock *x = node_vb(a), *y = node_vb(b);
 	int c = cmp_u64(x->stream, y->stream);
@@ -118,7 +118,7 @@ static int cmp_free(const struct mt_rb_node *a, const struct mt_rb_node *b)
 }
 
 /* Searches by a key block (stream, npages and va set). */
-static int key_free(const void *key, const struct mt_rb_node *n)
+static int key_free(const void *key, const struct rp_rb_node *n)
 {
 	return cmp_free(&((const struct vblock *)key)->node, n);
 }
@@ -146,13 +146,13 @@ static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
  * stream's slot exists: alloc_large made it before any block of the stream). */
 static void free_insert(struct stitch *p, struct vblock *v)
 {
-	mt_rb_insert(&p->free_tree, &v->node, cmp_free);
+	rp_rb_insert(&p->free_tree, &v->node, cmp_free);
 	stream_slot(p, v->stream)->pages += v->npages;
 }
 
 static void free_erase(struct stitch *p, struct vblock *v)
 {
-	mt_rb_erase(&p->free_tree, &v->node);
+	rp_rb_erase(&p->free_tree, &v->node);
 	stream_slot(p, v->stream)->pages -= v->npages;
 }
 
@@ -296,9 +296,15 @@ static int split(struct stitch *p, struct vblock *v, uint64_t keep)
 
 /* ---- allocation ---- */
 
+/* The counter the driver follows: large blocks and the small pool's. */
+static void sum_allocated(struct stitch *p)
+{
+	p->base.allocated = p->large_allocated + p->small->allocated;
+}
+
 static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t *address)
 {
-	int rc = mt_addrmap_put(&p->live, v->va, (uint64_t)(uintptr_t)v);
+	int rc = rp_addrmap_put(&p->live, v->va, (uint64_t)(uintptr_t)v);
 
 	if (rc < 0) {
 		free_insert(p, v);
@@ -306,7 +312,8 @@ static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t
 	}
 	v->allocated = true;
 	v->requested = requested;
-	p->allocated += v->npages * p->page;
+	p->large_allocated += v->npages * p->page;
+	sum_allocated(p);
 	p->requested += requested;
 	*address = v->va;
 	return 0;
@@ -318,7 +325,7 @@ static struct vblock *largest_free(struct stitch *p, uint64_t stream)
 	struct vblock key = {
 		.stream = stream, .npages = UINT64_MAX, .seq = UINT64_MAX, .va = UINT64_MAX
 	};
-	struct vblock *v = vb(mt_rb_floor(&p->free_tree, &key, key_free));
+	struct vblock *v = vb(rp_rb_floor(&p->free_tree, &key, key_free));
 
 	return v && v->stream == stream ? v : NULL;
 }
@@ -373,13 +380,13 @@ undo:
  * than `stream`, and the small pool's cache. */
 static int release_free(struct stitch *p, bool all, uint64_t stream)
 {
-	struct mt_rb_node *n = mt_rb_first(&p->free_tree);
+	struct rp_rb_node *n = rp_rb_first(&p->free_tree);
 
 	while (n) {
 		struct vblock *v = vb(n);
 		int rc;
 
-		n = mt_rb_next(n);
+		n = rp_rb_next(n);
 		if (!all && v->stream == stream)
 			continue;
 		free_erase(p, v);
@@ -393,7 +400,7 @@ static int release_free(struct stitch *p, bool all, uint64_t stream)
 static int alloc_large(struct stitch *p, uint64_t need, uint64_t stream, struct vblock **out)
 {
 	struct vblock key = { .stream = stream, .npages = need };
-	struct vblock *v = vb(mt_rb_lower_bound(&p->free_tree, &key, key_free));
+	struct vblock *v = vb(rp_rb_lower_bound(&p->free_tree, &key, key_free));
 	struct stream_pages *sp = stream_slot(p, stream);
 	uint64_t free_pages;
 	int rc;
@@ -421,8 +428,11 @@ static int stitch_alloc(struct mt_policy *pol, uint64_t bytes, uint64_t stream, 
 	struct vblock *v;
 	int rc;
 
-	if (bytes <= TORCH_SMALL_SIZE)
-		return p->small->ops->alloc(p->small, bytes, stream, index, address);
+	if (bytes <= TORCH_SMALL_SIZE) {
+		rc = p->small->ops->alloc(p->small, bytes, stream, index, address);
+		sum_allocated(p);
+		return rc;
+	}
 	need = (bytes + p->page - 1) / p->page;
 	rc = alloc_large(p, need, stream, &v);
 	if (rc == -ENOMEM) { /* 4. release other streams' cache and retry */
@@ -440,11 +450,16 @@ static int stitch_free(struct mt_policy *pol, uint64_t address, uint64_t stream)
 	struct vblock *v;
 	uint64_t val;
 
-	if (!mt_addrmap_remove(&p->live, address, &val))
-		return p->small->ops->free(p->small, address, stream);
+	if (!rp_addrmap_remove(&p->live, address, &val)) {
+		int rc = p->small->ops->free(p->small, address, stream);
+
+		sum_allocated(p);
+		return rc;
+	}
 	v = (struct vblock *)(uintptr_t)val;
 	v->allocated = false;
-	p->allocated -= v->npages * p->page;
+	p->large_allocated -= v->npages * p->page;
+	sum_allocated(p);
 	p->requested -= v->requested;
 	free_insert(p, v);
 	return 0;
@@ -473,7 +488,7 @@ static int stitch_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 static void stitch_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct stitch *p = (struct stitch *)pol;
-	struct mt_rb_node *n = mt_rb_last(&p->free_tree);
+	struct rp_rb_node *n = rp_rb_last(&p->free_tree);
 	uint64_t largest = 0;
 
 	p->small->ops->stats(p->small, st);
@@ -483,10 +498,10 @@ static void stitch_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 
 		if (node_vb(n)->npages * p->page > largest)
 			largest = node_vb(n)->npages * p->page;
-		n = mt_rb_lower_bound(&p->free_tree, &key, key_free);
-		n = n ? mt_rb_prev(n) : NULL;
+		n = rp_rb_lower_bound(&p->free_tree, &key, key_free);
+		n = n ? rp_rb_prev(n) : NULL;
 	}
-	st->allocated += p->allocated;
+	st->allocated += p->large_allocated;
 	st->requested += p->requested;
 	st->reserved += p->pages_held * p->page;
 	st->segments += p->nblocks;
@@ -504,8 +519,9 @@ static void stitch_destroy(struct mt_policy *pol)
 	while (p->all)
 		if (block_release(p, p->all) < 0)
 			break;
-	mt_policy_destroy(p->small);
-	mt_addrmap_release(&p->live);
+	if (p->small)
+		p->small->ops->destroy(p->small);
+	rp_addrmap_release(&p->live);
 	free(p->streams);
 	free(p);
 }
@@ -513,7 +529,7 @@ static void stitch_destroy(struct mt_policy *pol)
 static int stitch_create(struct mt_policy **out, struct mt_backend *b, const char *params,
                          char *err, size_t errlen)
 {
-	int rc = mt_params_parse("stitch", params, NULL, 0, err, errlen);
+	int rc = rp_params_parse("stitch", params, NULL, 0, err, errlen);
 	struct stitch *p;
 
 	if (rc < 0)
@@ -521,7 +537,7 @@ static int stitch_create(struct mt_policy **out, struct mt_backend *b, const cha
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->base.ops = &mt_policy_stitch;
+	p->base.ops = &rp_policy_stitch;
 	p->b = b;
 	p->page = mt_backend_granularity(b);
 	rc = mt_policy_create(&p->small, "caching", b, err, errlen);
@@ -533,7 +549,7 @@ static int stitch_create(struct mt_policy **out, struct mt_backend *b, const cha
 	return 0;
 }
 
-const struct mt_policy_ops mt_policy_stitch = {
+const struct mt_policy_ops rp_policy_stitch = {
 	.name = "stitch",
 	.summary = "GMLake-style stitching of free 2 MiB VMM pages into new virtual ranges",
 	.flags = MT_POLICY_NEEDS_VMM,

@@ -1,5 +1,5 @@
-/* policy-test.h — helpers for the policy tests: a counting CHECK, a policy
- * on a fresh sim backend, and a walk that checks the segment/block layout
+/* policy-test.h — helpers for the policy tests (tap.h style): a policy on a
+ * fresh sim backend, and a walk that checks the segment/block layout
  * (blocks tile their segment in address order, segments add up to
  * reserved) while collecting the blocks for the test to look at. */
 #ifndef MEMTRACE_TESTS_POLICY_TEST_H
@@ -8,9 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "tap.h"
 #include "memtrace-replay.h"
-
 
 struct fixture {
 	struct mt_backend *b;
@@ -25,7 +24,7 @@ static inline struct fixture fixture_new(const char *spec, uint64_t capacity)
 
 	if (mt_backend_create(&f.b, MT_BACKEND_SIM, 0, capacity, err, sizeof(err)) < 0 ||
 	    mt_policy_create(&f.p, spec, f.b, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cannot create %s: %s\n", spec, err);
+		printf("Bail out! cannot create %s: %s\n", spec, err);
 		exit(1);
 	}
 	return f;

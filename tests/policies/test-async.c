@@ -1,7 +1,7 @@
 /* test-async.c — policy `async` (stream-ordered pool) under the sim
  * backend's documented approximation (replay/backend-sim.c): the pool grows
- * by the request rounded up to 2 MiB and a freed block is reused by its own
- * stream first. */
+ * by the request rounded up to 2 MiB, a freed block is reused by its own
+ * stream first, and walk shows the pool's chunks and blocks. */
 #include "config.h"
 
 #include <errno.h>
@@ -12,6 +12,7 @@ static void test_reuse_within_stream(void)
 {
 	struct fixture f = fixture_new("async", 64 * GiB);
 	uint64_t a = xalloc(&f, 3 * MiB, 1), b, c;
+	struct layout l;
 
 	CHECK(pstats(&f).reserved == 4 * MiB && bstats(&f).alloc_calls == 1);
 	CHECK(pstats(&f).allocated == 3 * MiB);
@@ -24,7 +25,11 @@ static void test_reuse_within_stream(void)
 	/* while it is live, another request grows the pool */
 	c = xalloc(&f, 3 * MiB, 1);
 	CHECK(c != b && pstats(&f).reserved == 8 * MiB);
-	CHECK(walk_layout(&f, false).nblk == 2);
+	/* walk shows the pool: two 4 MiB chunks, each a 3 MiB block and 1 MiB free */
+	l = walk_layout(&f, true);
+	CHECK(l.nseg == 2 && l.seg_bytes == 8 * MiB && l.nblk == 4);
+	CHECK(l.blk[0].allocated && l.blk[0].bytes == 3 * MiB && !l.blk[1].allocated);
+	CHECK(pstats(&f).segments == 2 && pstats(&f).largest_free == 1 * MiB);
 	xfree(&f, b, 1);
 	xfree(&f, c, 1);
 	/* empty_cache trims the pool */
@@ -52,9 +57,7 @@ static void test_trim_on_oom(void)
 
 int main(void)
 {
-	test_reuse_within_stream();
-	test_trim_on_oom();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	TEST(test_reuse_within_stream);
+	TEST(test_trim_on_oom);
+	return check_done();
 }

@@ -99,9 +99,7 @@ static void test_garbage_collection(void)
 
 int main(void)
 {
-	test_bins_split_coalesce();
-	test_garbage_collection();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	TEST(test_bins_split_coalesce);
+	TEST(test_garbage_collection);
+	return check_done();
 }

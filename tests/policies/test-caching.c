@@ -296,15 +296,13 @@ static void test_garbage_collection(void)
 
 int main(void)
 {
-	test_rounding_and_segments();
-	test_power2_divisions();
-	test_split_merge();
-	test_small_pool();
-	test_streams();
-	test_max_split_size();
-	test_oom_retry();
-	test_garbage_collection();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	TEST(test_rounding_and_segments);
+	TEST(test_power2_divisions);
+	TEST(test_split_merge);
+	TEST(test_small_pool);
+	TEST(test_streams);
+	TEST(test_max_split_size);
+	TEST(test_oom_retry);
+	TEST(test_garbage_collection);
+	return check_done();
 }

@@ -147,12 +147,10 @@ static void test_oom_retry(void)
 
 int main(void)
 {
-	test_growth();
-	test_refill_lowest_gap();
-	test_small_and_streams();
-	test_fragmenting_sequence();
-	test_oom_retry();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	TEST(test_growth);
+	TEST(test_refill_lowest_gap);
+	TEST(test_small_and_streams);
+	TEST(test_fragmenting_sequence);
+	TEST(test_oom_retry);
+	return check_done();
 }

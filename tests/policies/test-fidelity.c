@@ -6,8 +6,8 @@
  * allocator, and with expandable_segments:True; and `caching`'s peak of
  * the bytes it handed out (rounded and split as PyTorch does) against
  * torch.cuda.max_memory_allocated(). The bars: within 1% (caching reserved),
- * 2% (expandable) and 0.1% (allocated). Skips (77) when no sample trace is
- * there. */
+ * 2% (expandable) and 0.1% (allocated). Skips when no sample trace is
+ * there (a TAP skip). */
 #include "config.h"
 
 #include <jansson.h>
@@ -29,8 +29,10 @@ static const struct {
 	{ "expandable", "torch_max_memory_reserved_expandable", false, 0.02 },
 };
 
-/* Replays one trace through each checked policy; returns 1 if it ran. */
-static int check_trace(const char *root, const char *name)
+static const char *root, *name; /* the trace of the running case */
+
+/* Replays one trace through each checked policy. */
+static void check_trace(void)
 {
 	char path[4096], err[256] = "";
 	struct mt_reader *r = NULL;
@@ -39,21 +41,16 @@ static int check_trace(const char *root, const char *name)
 	json_error_t jerr;
 
 	snprintf(path, sizeof(path), "%s/samples/traces/%s.json", root, name);
-	if (access(path, R_OK) != 0)
-		return 0;
 	side = json_load_file(path, 0, &jerr);
 	CHECK(side != NULL);
 	snprintf(path, sizeof(path), "%s/samples/traces/%s.db", root, name);
 	r = mt_reader_new();
 	CHECK(r && mt_reader_open(r, path) == 0);
-	if (r && mt_reader_message(r)[0])
-		fprintf(stderr, "%s: %s\n", name, mt_reader_message(r));
+	CHECKF(r && !mt_reader_message(r)[0], "%s: %s", name, r ? mt_reader_message(r) : "");
 	if (side && r && !mt_reader_message(r)[0]) {
 		int rc = mt_request_stream_load(&s, r, 0, err, sizeof(err));
 
-		if (rc < 0)
-			fprintf(stderr, "%s: %s\n", name, err);
-		CHECK(rc == 0);
+		CHECKF(rc == 0, "%s: %s", name, err);
 		for (size_t i = 0; s && i < sizeof(checks) / sizeof(checks[0]); i++) {
 			struct mt_replay_options opt = { .policy = checks[i].policy,
 				                         .backend = MT_BACKEND_SIM };
@@ -66,7 +63,7 @@ static int check_trace(const char *root, const char *name)
 			CHECK(mt_replay_run(s, &opt, &res, err, sizeof(err)) == 0);
 			got = checks[i].rounded ? res.peak_allocated_rounded : res.peak_reserved;
 			diff = ((double)got - want) / want;
-			printf("%-22s %-10s peak %s %llu, PyTorch %.0f (%+.4f%%)\n", name,
+			printf("# %-22s %-10s peak %s %llu, PyTorch %.0f (%+.4f%%)\n", name,
 			       checks[i].policy, checks[i].rounded ? "allocated" : "reserved",
 			       (unsigned long long)got, want, 100.0 * diff);
 			CHECK(want > 0 && diff <= checks[i].tolerance &&
@@ -78,23 +75,25 @@ static int check_trace(const char *root, const char *name)
 	mt_request_stream_free(s);
 	mt_reader_free(r);
 	json_decref(side);
-	return 1;
 }
 
 int main(void)
 {
-	const char *root = getenv("MT_SOURCE_ROOT");
+	char path[4096];
 	int ran = 0;
 
-	if (!root)
-		root = ".";
-	for (size_t i = 0; i < sizeof(traces) / sizeof(traces[0]); i++)
-		ran += check_trace(root, traces[i]);
-	if (!ran) {
-		printf("no sample traces under %s/samples/traces\n", root);
-		return 77;
+	root = getenv("MT_SOURCE_ROOT") ? getenv("MT_SOURCE_ROOT") : ".";
+	for (size_t i = 0; i < sizeof(traces) / sizeof(traces[0]); i++) {
+		name = traces[i];
+		snprintf(path, sizeof(path), "%s/samples/traces/%s.json", root, name);
+		if (access(path, R_OK) == 0) {
+			check_run(name, check_trace);
+			ran++;
+		}
 	}
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	if (!ran) {
+		printf("1..0 # SKIP no sample traces under %s/samples/traces\n", root);
+		return 0;
+	}
+	return check_done();
 }

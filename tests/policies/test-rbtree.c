@@ -1,7 +1,7 @@
 /* test-rbtree.c — the intrusive red-black tree against a brute-force model.
  *
  * Random inserts (with many duplicate keys) and erases; after each step the
- * red-black invariants hold (mt_rb_check), the in-order walk both ways equals
+ * red-black invariants hold (rp_rb_check), the in-order walk both ways equals
  * the model sorted by (key, insertion order) — equal keys stay in insertion
  * order because a new node goes after its equals — and lower_bound / floor /
  * find agree with a linear scan of the model for every probe key.
@@ -12,32 +12,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "tap.h"
 #include "rbtree-private.h"
 
 #define N 600
 #define KEYS 200 /* keys in [0, KEYS): ~3 nodes per key, so duplicates abound */
 
 struct item {
-	struct mt_rb_node node;
+	struct rp_rb_node node;
 	int key;
 	unsigned seq; /* insertion order, to check equal keys stay in order */
 	bool in;
 };
 
+static struct rp_rb_tree tree = RP_RB_TREE_INIT;
 
-static int cmp_items(const struct mt_rb_node *a, const struct mt_rb_node *b)
+static int cmp_items(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
-	int ka = mt_rb_entry(a, const struct item, node)->key;
-	int kb = mt_rb_entry(b, const struct item, node)->key;
+	int ka = rp_rb_entry(a, const struct item, node)->key;
+	int kb = rp_rb_entry(b, const struct item, node)->key;
 
 	return (ka > kb) - (ka < kb);
 }
 
-static int cmp_key(const void *key, const struct mt_rb_node *n)
+static int cmp_key(const void *key, const struct rp_rb_node *n)
 {
 	int k = *(const int *)key;
-	int kn = mt_rb_entry(n, const struct item, node)->key;
+	int kn = rp_rb_entry(n, const struct item, node)->key;
 
 	return (k > kn) - (k < kn);
 }
@@ -60,18 +61,18 @@ static bool model_before(const struct item *a, const struct item *b)
 
 static struct item items[N];
 
-static void check_tree(const struct mt_rb_tree *t)
+static void check_tree(const struct rp_rb_tree *t)
 {
 	const struct item *prev = NULL;
-	const struct mt_rb_node *n;
+	const struct rp_rb_node *n;
 	size_t live = 0, walked = 0, back = 0;
 
-	CHECK(mt_rb_check(t, cmp_items) >= 1);
+	CHECK(rp_rb_check(t, cmp_items) >= 1);
 	for (size_t i = 0; i < N; i++)
 		live += items[i].in;
 	CHECK(t->count == live);
-	for (n = mt_rb_first(t); n; n = mt_rb_next(n)) {
-		const struct item *it = mt_rb_entry(n, const struct item, node);
+	for (n = rp_rb_first(t); n; n = rp_rb_next(n)) {
+		const struct item *it = rp_rb_entry(n, const struct item, node);
 
 		CHECK(it->in);
 		if (prev)
@@ -80,13 +81,13 @@ static void check_tree(const struct mt_rb_tree *t)
 		walked++;
 	}
 	CHECK(walked == live);
-	for (n = mt_rb_last(t); n; n = mt_rb_prev(n))
+	for (n = rp_rb_last(t); n; n = rp_rb_prev(n))
 		back++;
 	CHECK(back == live);
 
 	for (int k = -1; k <= KEYS; k++) {
 		const struct item *lb = NULL, *fl = NULL;
-		const struct mt_rb_node *got;
+		const struct rp_rb_node *got;
 
 		/* model: lower_bound = first (in order) with key >= k; floor = last with key <= k
 		 */
@@ -100,50 +101,58 @@ static void check_tree(const struct mt_rb_tree *t)
 			if (it->key <= k && (!fl || model_before(fl, it)))
 				fl = it;
 		}
-		got = mt_rb_lower_bound(t, &k, cmp_key);
+		got = rp_rb_lower_bound(t, &k, cmp_key);
 		CHECK(got == (lb ? &lb->node : NULL));
-		got = mt_rb_floor(t, &k, cmp_key);
+		got = rp_rb_floor(t, &k, cmp_key);
 		CHECK(got == (fl ? &fl->node : NULL));
-		got = mt_rb_find(t, &k, cmp_key);
+		got = rp_rb_find(t, &k, cmp_key);
 		CHECK(got == (lb && lb->key == k ? &lb->node : NULL));
 	}
 }
 
-int main(void)
+/* Random inserts and erases, checked as they go. */
+static void test_random_operations(void)
 {
-	struct mt_rb_tree t = MT_RB_TREE_INIT;
 	unsigned seq = 0;
 
-	CHECK(mt_rb_first(&t) == NULL && mt_rb_last(&t) == NULL);
-	check_tree(&t);
-	for (int round = 0; round < 4000 && failures < 20; round++) {
+	CHECK(rp_rb_first(&tree) == NULL && rp_rb_last(&tree) == NULL);
+	check_tree(&tree);
+	for (int round = 0; round < 4000 && !check_failed(); round++) {
 		struct item *it = &items[next_rand() % N];
 
 		if (it->in) {
-			mt_rb_erase(&t, &it->node);
+			rp_rb_erase(&tree, &it->node);
 			it->in = false;
 		} else {
 			it->key = (int)(next_rand() % KEYS);
 			it->seq = seq++;
-			mt_rb_insert(&t, &it->node, cmp_items);
+			rp_rb_insert(&tree, &it->node, cmp_items);
 			it->in = true;
 		}
 		if (round % 37 == 0)
-			check_tree(&t);
+			check_tree(&tree);
 		else
-			CHECK(mt_rb_check(&t, cmp_items) >= 1);
+			CHECK(rp_rb_check(&tree, cmp_items) >= 1);
 	}
-	/* drain in tree order: erasing the first node repeatedly empties it */
-	while (t.root) {
-		struct mt_rb_node *n = mt_rb_first(&t);
+}
 
-		mt_rb_erase(&t, n);
-		mt_rb_entry(n, struct item, node)->in = false;
-		CHECK(mt_rb_check(&t, cmp_items) >= 1);
+/* Drain in tree order: erasing the first node repeatedly empties it. */
+static void test_drain(void)
+{
+	while (tree.root) {
+		struct rp_rb_node *n = rp_rb_first(&tree);
+
+		rp_rb_erase(&tree, n);
+		rp_rb_entry(n, struct item, node)->in = false;
+		CHECK(rp_rb_check(&tree, cmp_items) >= 1);
 	}
-	CHECK(t.count == 0);
-	check_tree(&t);
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	CHECK(tree.count == 0);
+	check_tree(&tree);
+}
+
+int main(void)
+{
+	TEST(test_random_operations);
+	TEST(test_drain);
+	return check_done();
 }

@@ -83,10 +83,8 @@ static void test_small(void)
 
 int main(void)
 {
-	test_stitch_without_new_memory();
-	test_streams_and_oom();
-	test_small();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	TEST(test_stitch_without_new_memory);
+	TEST(test_streams_and_oom);
+	TEST(test_small);
+	return check_done();
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "addrmap-private.h"
-#include "check.h"
+#include "tap.h"
 #include "memtrace-replay.h"
 
 static struct mt_backend *sim(uint64_t capacity)
@@ -17,9 +17,7 @@ static struct mt_backend *sim(uint64_t capacity)
 	struct mt_backend *b = NULL;
 	char err[256];
 	int rc = mt_backend_create(&b, MT_BACKEND_SIM, 0, capacity, err, sizeof(err));
-	CHECK(rc == 0);
-	if (rc)
-		exit(1);
+	REQUIRE(rc == 0);
 	return b;
 }
 
@@ -133,20 +131,20 @@ static void test_addrmap(void)
 {
 	enum { KEYS = 5000 };
 	static uint64_t model[KEYS]; /* value + 1, 0 = absent */
-	struct mt_addrmap m;
+	struct rp_addrmap m;
 	size_t count = 0;
-	mt_addrmap_init(&m);
+	rp_addrmap_init(&m);
 	srand(7);
 	for (int step = 0; step < 200000; step++) {
 		uint64_t k = (uint64_t)(rand() % KEYS);
 		uint64_t key = (k + 1) << 12; /* page-aligned keys, like addresses */
 		uint64_t v;
 		if (rand() % 3) {
-			CHECK(mt_addrmap_put(&m, key, (uint64_t)step) == 0);
+			CHECK(rp_addrmap_put(&m, key, (uint64_t)step) == 0);
 			count += !model[k];
 			model[k] = (uint64_t)step + 1;
 		} else {
-			bool had = mt_addrmap_remove(&m, key, &v);
+			bool had = rp_addrmap_remove(&m, key, &v);
 			CHECK(had == (model[k] != 0));
 			CHECK(!had || v + 1 == model[k]);
 			count -= had;
@@ -156,24 +154,24 @@ static void test_addrmap(void)
 	CHECK(m.count == count);
 	for (uint64_t k = 0; k < KEYS; k++) {
 		uint64_t v = 0;
-		bool has = mt_addrmap_get(&m, (k + 1) << 12, &v);
+		bool has = rp_addrmap_get(&m, (k + 1) << 12, &v);
 		CHECK(has == (model[k] != 0));
 		CHECK(!has || v + 1 == model[k]);
 	}
 	size_t seen = 0;
-	const struct mt_addrmap_slot *s;
-	for (size_t i = 0; mt_addrmap_next(&m, &i, &s);)
+	const struct rp_addrmap_slot *s;
+	for (size_t i = 0; rp_addrmap_next(&m, &i, &s);)
 		seen++;
 	CHECK(seen == count);
-	mt_addrmap_release(&m);
+	rp_addrmap_release(&m);
 }
 
 int main(void)
 {
-	test_create();
-	test_plain();
-	test_vmm();
-	test_pool();
-	test_addrmap();
-	return failures ? 1 : 0;
+	TEST(test_create);
+	TEST(test_plain);
+	TEST(test_vmm);
+	TEST(test_pool);
+	TEST(test_addrmap);
+	return check_done();
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tap.h"
 #include "memtrace-replay.h"
 
 static struct mt_backend *backend;
@@ -21,11 +21,8 @@ static struct mt_policy *make(const char *spec, uint64_t capacity)
 	mt_backend_destroy(backend);
 	CHECK(mt_backend_create(&backend, MT_BACKEND_SIM, 0, capacity, err, sizeof(err)) == 0);
 	int rc = mt_policy_create(&p, spec, backend, err, sizeof(err));
-	CHECK(rc == 0);
-	if (rc) {
-		fprintf(stderr, "%s: %s\n", spec, err);
-		exit(1);
-	}
+	CHECKF(rc == 0, "%s: %s", spec, err);
+	REQUIRE(rc == 0);
 	return p;
 }
 
@@ -110,7 +107,7 @@ static void test_native(void)
 /* One 8 MiB segment: A 2 MiB @0, B @2, C @3, D @4 (1 MiB each), E 3 MiB @5.
  * Free A (hole of 2 MiB at 0) and C (hole of 1 MiB at 3). A 1 MiB request
  * goes to offset 0 under first fit and 3 under best fit. */
-static void test_fit(const char *spec, uint64_t expect_offset)
+static void fit(const char *spec, uint64_t expect_offset)
 {
 	struct mt_policy *p = make(spec, 64 * MiB);
 	uint64_t a = alloc(p, 2 * MiB);
@@ -126,6 +123,16 @@ static void test_fit(const char *spec, uint64_t expect_offset)
 	CHECK(x == a + expect_offset);
 	CHECK(reserved() == 8 * MiB && stats(p).segments == 1);
 	mt_policy_destroy(p);
+}
+
+static void test_firstfit(void)
+{
+	fit("firstfit:segment=8MiB", 0);
+}
+
+static void test_bestfit(void)
+{
+	fit("bestfit:segment=8MiB", 3 * MiB);
 }
 
 static void test_fit_segments_and_retry(void)
@@ -217,13 +224,13 @@ static void test_planned(void)
 
 int main(void)
 {
-	test_registry();
-	test_native();
-	test_fit("firstfit:segment=8MiB", 0);
-	test_fit("bestfit:segment=8MiB", 3 * MiB);
-	test_fit_segments_and_retry();
-	test_buddy();
-	test_planned();
+	TEST(test_registry);
+	TEST(test_native);
+	TEST(test_firstfit);
+	TEST(test_bestfit);
+	TEST(test_fit_segments_and_retry);
+	TEST(test_buddy);
+	TEST(test_planned);
 	mt_backend_destroy(backend);
-	return failures ? 1 : 0;
+	return check_done();
 }
