@@ -2,7 +2,7 @@
 
 /* chunk-load.c — one chunk's events, read from its blob and confirmed
  * against its index row: a row is never trusted for what its chunk does
- * not say (FORMAT.md "Reading"). */
+ * not say (docs/FORMAT.md "Reading"). */
 
 #include <errno.h>
 

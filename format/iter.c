@@ -1,7 +1,7 @@
 #include "config.h"
 
 /* iter.c — the ordered walk over a trace's events: a k-way merge over the
- * chunks a query selects, in (ts, process, seq) order (FORMAT.md
+ * chunks a query selects, in (ts, process, seq) order (docs/FORMAT.md
  * "Ordering"). Chunks are listed from the index, sorted by first_ts, and
  * decompressed only when the merge frontier reaches their first_ts, so only
  * the chunks whose time ranges overlap are in memory at once. */

@@ -8,7 +8,7 @@
  * transaction, so a reader sees every committed chunk even if the writer
  * died), the reader yields events in (timestamp, process, sequence) order
  * across chunks and processes, answers time windows through the chunk index
- * and pairs alloc/free into lifetimes. format/FORMAT.md is the spec.
+ * and pairs alloc/free into lifetimes. docs/FORMAT.md is the spec.
  *
  * Errors are negative errno values: -ENOENT missing file, -ENOTSUP a trace
  * written by a newer format version, -EBADMSG a corrupt chunk or schema,

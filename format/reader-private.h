@@ -72,7 +72,7 @@ struct fmt_chunk_row {
  * returns -EBADMSG. */
 int fmt_chunk_corrupt(struct mt_reader *r, int64_t id, const char *why);
 
-/* Checks the chunk index when a trace is opened (FORMAT.md "Reading"):
+/* Checks the chunk index when a trace is opened (docs/FORMAT.md "Reading"):
  * every row has a known kind and codec, 1..MT_CHUNK_MAX_EVENTS events,
  * first_ts <= last_ts, a process and a device that are rows of their
  * tables, and no other row of the same process, device and kind starts at

@@ -4,7 +4,7 @@
  * event decoding: meta, processes, devices, strings, per-kind statistics
  * from the chunk index and saved replays.
  *
- * Opening (FORMAT.md "Reading"): a WAL database opened read-only needs its
+ * Opening (docs/FORMAT.md "Reading"): a WAL database opened read-only needs its
  * -shm file. The reader first opens with SQLITE_OPEN_READONLY (works when
  * the -shm exists or can be created); failing that, read-write without
  * creating (SQLite then rebuilds the -shm from the -wal of a writer that was

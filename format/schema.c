@@ -1,6 +1,6 @@
 #include "config.h"
 
-/* schema.c — the SQLite schema of format v1 (FORMAT.md "Tables"): creating
+/* schema.c — the SQLite schema of format v1 (docs/FORMAT.md "Tables"): creating
  * it, recognising a memtrace trace and refusing newer versions. */
 
 #include <errno.h>

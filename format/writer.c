@@ -723,7 +723,7 @@ const char *mt_writer_message(const struct mt_writer *w)
 	return w ? w->message : "";
 }
 
-/* The series as little-endian u64 triples (FORMAT.md "replays"). */
+/* The series as little-endian u64 triples (docs/FORMAT.md "replays"). */
 static unsigned char *series_blob(const struct mt_series_point *s, size_t n)
 {
 	unsigned char *out = malloc(n * 24 + 1), *p = out;
