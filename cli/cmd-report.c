@@ -104,7 +104,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 	size_t n = 0, i;
 	json_t *top = NULL, *devices = NULL;
 	const char *capture, *history;
-	char err[512];
+	char err[512], note[160];
 	int rc = mt_analyze_devices(r, &ids, &n, err, sizeof(err));
 
 	if (rc < 0) {
@@ -116,6 +116,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 		cli_error(CMD, "%s holds no allocations", path);
 		return CLI_EXIT_FAILURE;
 	}
+	cli_incomplete_note(r, note, sizeof(note));
 	cli_progress_start(&prog, "report", 100);
 	prog.enabled = prog.enabled && trace_events(r) > PROGRESS_EVENTS;
 	opt.progress = on_progress;
@@ -130,6 +131,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 		json_object_set_new(top, "history_from_ns",
 		                    history ? json_integer((json_int_t)strtoull(history, NULL, 10))
 		                            : json_null());
+		json_object_set_new(top, "complete", json_boolean(!*note));
 	}
 	for (i = 0; i < n && rc == 0; i++) {
 		struct mt_report rep;
@@ -146,7 +148,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 			json_array_append_new(devices, d);
 		} else {
 			if (i == 0)
-				printf("memtrace report: %s\n", path);
+				printf("memtrace report: %s\n%s%s", path, note, *note ? "\n" : "");
 			printf("\n");
 			cli_report_text(&rep, &opt);
 		}

@@ -9,12 +9,6 @@
 #include "chunk-codec-private.h"
 #include "reader-private.h"
 
-int fmt_chunk_corrupt(struct mt_reader *r, int64_t id, const char *why)
-{
-	return mt_fail(r->message, FMT_MESSAGE_MAX, -EBADMSG, "%s: chunk %lld is corrupt (%s)",
-	               r->path, (long long)id, why);
-}
-
 int fmt_chunk_load(struct mt_reader *r, const struct fmt_chunk_row *c, struct mt_event **events,
                    size_t *capacity)
 {

@@ -347,6 +347,15 @@ const char *mt_reader_message(const struct mt_reader *r);
 /* Frees the reader and everything it handed out. Accepts NULL. */
 void mt_reader_free(struct mt_reader *r);
 
+/* Whether the trace is incomplete: a writer of it stopped without closing
+ * (killed, interrupted, or still writing), so some event kinds may be
+ * committed further than others. The reader then uses only the span every
+ * kind covers, the events before *until (ns): iteration, lifetimes, peaks
+ * and statistics all leave the later ones out. Returns 1 and sets *until
+ * for an incomplete trace, 0 with *until = MT_TIME_UNKNOWN for a complete
+ * one, or -EINVAL. */
+int mt_reader_incomplete(struct mt_reader *r, uint64_t *until);
+
 /* Value of a meta key, or NULL if absent. Owned by the reader. */
 const char *mt_reader_meta(struct mt_reader *r, const char *key);
 
