@@ -105,6 +105,7 @@ static void *flush_thread(void *arg)
 			rec_sample_devices();
 			last_sample = now;
 		}
+		rec_sample_pending();
 		if (atomic_load(&flush_request) == 1 || now - last_flush >= FLUSH_NS) {
 			int asked = atomic_load(&flush_request) == 1;
 			rec_capture_update();

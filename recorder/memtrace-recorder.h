@@ -17,6 +17,8 @@
  *   MEMTRACE_CAPTURE_ENV  the variables the launcher set, for meta
  *   MEMTRACE_KERNELS    "0" = no kernel, memcpy or memset records
  *   MEMTRACE_SAMPLE_MS  device-memory sampling period, 0 = none
+ *   MEMTRACE_MOMENT_READINGS  "0" = no device-memory readings at failed
+ *                       allocations and reserved-peak raises (a bench knob)
  *   MEMTRACE_STACKS     call sites: "python", "native" or "none"
  *   MEMTRACE_TORCH_BRIDGE  path of torch-bridge.cpp (requests capture)
  *   PYTHONPATH          gains recorder/python (requests capture): every
