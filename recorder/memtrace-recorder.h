@@ -128,8 +128,8 @@ struct mt_record_summary {
 	uint64_t dropped; /* meta dropped_records, summed */
 	size_t processes;
 	char capture[512]; /* meta capture */
-	/* the processes recorded as segments only, in row order (owned;
-	 * mt_record_summary_release) */
+	/* the processes recorded as segments only that allocated something,
+	 * in row order (owned; mt_record_summary_release) */
 	struct mt_record_process *segments_only;
 	size_t n_segments_only;
 };

@@ -11,7 +11,18 @@
 
 #include "memtrace-recorder.h"
 
-/* The processes whose label says their requests are not in the trace. */
+/* Whether the process made any allocation the trace holds. */
+static bool allocated(struct mt_reader *r, uint32_t process)
+{
+	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
+	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC), .process = process };
+
+	return mt_reader_kind_stats(r, &q, stats) < 0 || stats[MT_EVENT_ALLOC].events > 0;
+}
+
+/* The processes whose label says their requests are not in the trace and
+ * that allocated something (a process that loaded PyTorch and allocated
+ * nothing, such as torchrun's agent, missed no request). */
 static int segments_only(struct mt_reader *r, struct mt_record_summary *s)
 {
 	size_t n = mt_reader_process_count(r);
@@ -20,7 +31,8 @@ static int segments_only(struct mt_reader *r, struct mt_record_summary *s)
 		const struct mt_process *p = mt_reader_process(r, i);
 		struct mt_record_process *out;
 
-		if (!p->capture || strncmp(p->capture, "segments only", 13))
+		if (!p->capture || strncmp(p->capture, "segments only", 13) ||
+		    !allocated(r, p->id))
 			continue;
 		out = realloc(s->segments_only, (s->n_segments_only + 1) * sizeof(*out));
 		if (!out)
