@@ -105,9 +105,10 @@ size_t mt_record_written(struct mt_record_run *run, const char *const **paths);
 void mt_record_run_free(struct mt_record_run *run);
 
 /* Sets the trace's meta "capture" from its processes' capture labels once
- * every recording process has ended: the label they all share, else "mixed
- * (see the processes' capture)". A trace without labels (recorded before
- * they existed) is left as it is. Returns 0 or a negative errno with a
+ * every recording process has ended: the label shared by all processes
+ * that allocated something (all of them, when none did), else "mixed (see
+ * the processes' capture)". A trace without labels (recorded before they
+ * existed) is left as it is. Returns 0 or a negative errno with a
  * message. */
 int mt_record_settle_capture(const char *path, char *err, size_t errlen);
 

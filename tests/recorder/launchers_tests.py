@@ -182,12 +182,14 @@ def test_user_setup(tmp, hook_dir):
 
 # A stand-in for the injection library: writes a trace at MEMTRACE_OUTPUT
 # with `memtrace synth` (one process that allocates) and gives its process
-# the label argv[2]; with argv[3], adds a second process with that label and
-# no allocation. With '%p', one file per label, named with the pid and the
-# pid + 1, each with its one process.
+# the label argv[2]; with argv[3], adds a second process with that label,
+# which allocates (a copy of the first one's chunks) unless argv[4] is
+# "idle". With '%p', one file per label, named with the pid and the pid + 1,
+# each with its one process.
 WRITER = """
 import os, sqlite3, subprocess, sys
-memtrace, labels = sys.argv[1], sys.argv[2:]
+memtrace, labels = sys.argv[1], sys.argv[2:4]
+idle = sys.argv[4:] == ["idle"]
 pattern = os.environ["MEMTRACE_OUTPUT"]
 env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_")}
 files = ([pattern.replace("%p", str(os.getpid() + i)) for i in range(len(labels))]
@@ -199,8 +201,13 @@ for i, path in enumerate(files):
     db.execute("UPDATE processes SET capture = ?, command_line = ?",
                (labels[i], "python3 rank%d.py" % i))
     if len(files) == 1 and len(labels) > 1:
-        db.execute("INSERT INTO processes (pid, start_ns, command_line, hostname, capture)"
-                   " VALUES (4242, 1, 'torchrun agent', 'h', ?)", (labels[1],))
+        db.execute("INSERT INTO processes (id, pid, start_ns, command_line, hostname, capture)"
+                   " VALUES (2, 4242, 1, 'python3 rank1.py', 'h', ?)", (labels[1],))
+        if not idle:
+            db.execute("INSERT INTO chunks (process, device, kind, first_ts, last_ts,"
+                       " first_seq, count, codec, raw_bytes, layers, blob)"
+                       " SELECT 2, device, kind, first_ts, last_ts, first_seq, count, codec,"
+                       " raw_bytes, layers, blob FROM chunks")
     db.commit()
     db.close()
 """
@@ -245,9 +252,11 @@ def test_after_the_run(tmp):
     check("one warning line for the process recorded as segments only, naming it and why",
           len(w) == 1 and "process %d (python3 rank0.py)" % synth_pid(out) in w[0]
           and w[0].endswith(UNHOOKED), w)
-    p = record(tmp, PY, "writer.py", MEMTRACE, HOOKED, UNHOOKED)
-    check("no warning for a process that allocated nothing (torchrun's agent)",
-          p.returncode == 0 and not warning_lines(p.stderr), p.stderr)
+    p = record(tmp, PY, "writer.py", MEMTRACE, HOOKED, UNHOOKED, "idle")
+    check("a process that allocated nothing (torchrun's agent): no warning, and the label "
+          "is the one of those that allocated",
+          p.returncode == 0 and not warning_lines(p.stderr) and meta_capture(out) == HOOKED,
+          (p.stderr, meta_capture(out)))
     d = os.path.join(tmp, "per-process")
     os.makedirs(d)
     with open(os.path.join(d, "t.99999999.db"), "w") as f:
