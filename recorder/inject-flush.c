@@ -162,6 +162,7 @@ static void after_fork_child(void)
 	rec_state.thread_started = false;
 	rec_activity_after_fork_child();
 	rec_torch_after_fork_child();
+	rec_capture_after_fork_child();
 }
 
 int rec_flush_start(void)

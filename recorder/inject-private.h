@@ -105,9 +105,12 @@ void rec_sink_close_locked(void);
 
 /* ---- capture label (inject-capture.c) ---- */
 
-/* The label this process starts with, into buf; at init, before the trace
- * is opened (rec_sink_open writes it). */
+/* The label this process starts with, into buf; at init, on the thread
+ * that started CUDA, before the trace is opened (rec_sink_open writes it).
+ * Reads the environment the label depends on, once. */
 void rec_capture_open(char *buf, size_t len);
+/* In a child forked without exec: makes the label's lock usable. */
+void rec_capture_after_fork_child(void);
 /* Decides the label again and writes it when it changed (the flushing
  * thread, at each flush and at exit); writer_lock not held. */
 void rec_capture_update(void);
