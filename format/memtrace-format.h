@@ -202,7 +202,7 @@ struct mt_device {
 	const char *uuid;
 	const char *driver_version;
 	const char *cuda_version;
-	const char *pci_bus_id; /* "0000:3b:00.0"; "" = not known */
+	const char *pci_bus_id; /* as cuDeviceGetPCIBusId writes it; "" = not known */
 };
 
 /* Stable lower-case name of a kind ("alloc", "free", "alloc_failed", ...),

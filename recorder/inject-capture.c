@@ -16,9 +16,10 @@
  *   nothing yet, or it never ran: PYTHONPATH replaced, python -I, -E, -S).
  * - Else the process's driver calls are its requests: "requests (driver
  *   API)".
- * The flushing thread looks again at every flush (PyTorch may be loaded
- * after CUDA started) and once more at exit; a changed label is written at
- * once, so a process killed at any time leaves the last one.
+ * The environment is read once, when CUDA starts; the flushing thread looks
+ * again at every flush (PyTorch may be loaded after CUDA started) and once
+ * more at exit; a changed label is written at once, so a process killed at
+ * any time leaves the last one.
  */
 #include "config.h"
 
@@ -40,6 +41,15 @@ static char declared[LABEL_BYTES]; /* by the startup hook; "" = nothing said */
 static char written[LABEL_BYTES];  /* the label the trace holds now */
 static bool torch_seen;            /* libc10_cuda.so was loaded (never unloads) */
 
+/* The environment as it was when CUDA started (rec_capture_open): read
+ * once, on the thread that started it, since getenv on the flushing thread
+ * would race with a program's setenv. */
+static struct {
+	bool requests;      /* MEMTRACE_CAPTURE=requests... (else as-is) */
+	bool async_backend; /* PyTorch configured with backend:cudaMallocAsync */
+	bool hook_ran;      /* MEMTRACE_PYTHON_HOOK names this process */
+} env;
+
 static int find_torch(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	const char *name = info->dlpi_name;
@@ -59,7 +69,7 @@ static bool torch_loaded(void)
 	return torch_seen;
 }
 
-static bool async_backend(void)
+static bool async_backend_env(void)
 {
 	static const char *const vars[] = { "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF" };
 
@@ -73,7 +83,7 @@ static bool async_backend(void)
 
 /* Whether the Python startup hook ran in this process image (it sets
  * MEMTRACE_PYTHON_HOOK to its pid; children inherit another pid's). */
-static bool startup_hook_ran(void)
+static bool startup_hook_env(void)
 {
 	const char *v = getenv("MEMTRACE_PYTHON_HOOK");
 
@@ -83,17 +93,15 @@ static bool startup_hook_ran(void)
 /* The label as things stand; lock held. */
 static void label(char *buf, size_t len)
 {
-	const char *mode = getenv("MEMTRACE_CAPTURE");
-
-	if (!mode || strncmp(mode, "requests", 8))
+	if (!env.requests)
 		snprintf(buf, len, "as-is");
 	else if (*declared)
 		snprintf(buf, len, "%s", declared);
 	else if (!torch_loaded())
 		snprintf(buf, len, "requests (driver API)");
-	else if (async_backend())
+	else if (env.async_backend)
 		snprintf(buf, len, "requests (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)");
-	else if (startup_hook_ran())
+	else if (env.hook_ran)
 		snprintf(buf, len, "segments only (PyTorch's allocator hook was not attached)");
 	else
 		snprintf(buf, len,
@@ -104,7 +112,12 @@ static void label(char *buf, size_t len)
 
 void rec_capture_open(char *buf, size_t len)
 {
+	const char *mode = getenv("MEMTRACE_CAPTURE");
+
 	pthread_mutex_lock(&lock);
+	env.requests = mode && !strncmp(mode, "requests", 8);
+	env.async_backend = async_backend_env();
+	env.hook_ran = startup_hook_env();
 	label(written, sizeof(written));
 	snprintf(buf, len, "%s", written);
 	pthread_mutex_unlock(&lock);
@@ -123,6 +136,12 @@ void rec_capture_update(void)
 		rec_sink_set_capture(now);
 	}
 	pthread_mutex_unlock(&lock);
+}
+
+void rec_capture_after_fork_child(void)
+{
+	/* another thread may have held it at the fork */
+	pthread_mutex_init(&lock, NULL);
 }
 
 __attribute__((visibility("default"))) void memtrace_set_capture(const char *capture)

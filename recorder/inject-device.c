@@ -102,23 +102,49 @@ static void format_uuid(const CUuuid *u, char *buf, size_t len)
 	         b[14], b[15]);
 }
 
+/* The uuid of a CUDA ordinal as NVML and the trace write it ("" if not
+ * known), and its CUdevice. */
+static CUdevice device_uuid(unsigned ordinal, char *uuid, size_t len)
+{
+	CUdevice dev;
+	CUuuid u;
+
+	uuid[0] = 0;
+	if (!lib.device_get || lib.device_get(&dev, (int)ordinal) != CUDA_SUCCESS)
+		dev = (CUdevice)ordinal;
+	if (lib.device_get_uuid && lib.device_get_uuid(&u, dev) == CUDA_SUCCESS)
+		format_uuid(&u, uuid, len);
+	return dev;
+}
+
+/* NVML's handle of a CUDA ordinal, found on first use (a reading may come
+ * before the device has a row); NULL without NVML. */
+static nvml_device_t nvml_of(unsigned ordinal)
+{
+	nvml_device_t h = __atomic_load_n(&lib.nvml_dev[ordinal], __ATOMIC_ACQUIRE);
+	char uuid[64];
+
+	if (h || !lib.nvml_ok)
+		return h;
+	device_uuid(ordinal, uuid, sizeof(uuid));
+	if (*uuid && lib.nvml_by_uuid(uuid, &h) == 0 && h)
+		__atomic_store_n(&lib.nvml_dev[ordinal], h, __ATOMIC_RELEASE);
+	return h;
+}
+
 uint32_t rec_device_row_locked(unsigned ordinal)
 {
 	struct mt_device d = { 0 };
 	char name[256] = "", uuid[64] = "", driver[80] = "", cuda_version[32] = "", bus[32] = "";
 	CUdevice dev;
-	CUuuid u;
 	size_t total = 0;
 	int version = 0;
 	uint32_t id = 0;
 
 	pthread_once(&lib.once, load);
-	if (!lib.device_get || lib.device_get(&dev, (int)ordinal) != CUDA_SUCCESS)
-		dev = (CUdevice)ordinal;
+	dev = device_uuid(ordinal, uuid, sizeof(uuid));
 	if (lib.device_get_name)
 		lib.device_get_name(name, sizeof(name), dev);
-	if (lib.device_get_uuid && lib.device_get_uuid(&u, dev) == CUDA_SUCCESS)
-		format_uuid(&u, uuid, sizeof(uuid));
 	if (lib.device_total_mem)
 		lib.device_total_mem(&total, dev);
 	if (lib.device_pci_bus_id && lib.device_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS)
@@ -130,8 +156,8 @@ uint32_t rec_device_row_locked(unsigned ordinal)
 		lib.nvml_driver_version(driver, sizeof(driver));
 	if (!*driver)
 		snprintf(driver, sizeof(driver), "CUDA %s", cuda_version);
-	if (lib.nvml_ok && *uuid && ordinal < REC_MAX_DEVICES)
-		lib.nvml_by_uuid(uuid, &lib.nvml_dev[ordinal]);
+	if (ordinal < REC_MAX_DEVICES)
+		nvml_of(ordinal);
 	d.ordinal = ordinal;
 	d.total_bytes = total;
 	d.name = name;
@@ -193,15 +219,16 @@ uint64_t rec_device_seen(void)
 int rec_device_usage(unsigned ordinal, uint64_t *used, uint64_t *process)
 {
 	struct nvml_memory m;
+	nvml_device_t h;
 
 	pthread_once(&lib.once, load);
 	*used = *process = 0;
 	if (ordinal >= REC_MAX_DEVICES)
 		return -1;
-	if (lib.nvml_ok && lib.nvml_dev[ordinal] &&
-	    lib.nvml_memory(lib.nvml_dev[ordinal], &m) == 0) {
+	h = nvml_of(ordinal);
+	if (h && lib.nvml_memory(h, &m) == 0) {
 		*used = m.used;
-		*process = process_bytes(lib.nvml_dev[ordinal]);
+		*process = process_bytes(h);
 		return 0;
 	}
 	if (ordinal == 0) {

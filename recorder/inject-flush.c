@@ -105,6 +105,7 @@ static void *flush_thread(void *arg)
 			rec_sample_devices();
 			last_sample = now;
 		}
+		rec_sample_pending();
 		if (atomic_load(&flush_request) == 1 || now - last_flush >= FLUSH_NS) {
 			int asked = atomic_load(&flush_request) == 1;
 			rec_capture_update();
@@ -161,6 +162,7 @@ static void after_fork_child(void)
 	rec_state.thread_started = false;
 	rec_activity_after_fork_child();
 	rec_torch_after_fork_child();
+	rec_capture_after_fork_child();
 }
 
 int rec_flush_start(void)

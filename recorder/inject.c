@@ -62,6 +62,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	             : !strcmp(stacks, "native") ? REC_STACKS_NATIVE
 	                                         : REC_STACKS_NONE;
 	in->sample_ms = env_unsigned("MEMTRACE_SAMPLE_MS", 50);
+	in->moment_readings = env_unsigned("MEMTRACE_MOMENT_READINGS", 1) != 0;
 	atomic_store(&in->enabled, true);
 	rec_capture_open(capture, sizeof(capture));
 	if (rec_sink_open(capture) < 0)

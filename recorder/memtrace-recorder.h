@@ -17,6 +17,8 @@
  *   MEMTRACE_CAPTURE_ENV  the variables the launcher set, for meta
  *   MEMTRACE_KERNELS    "0" = no kernel, memcpy or memset records
  *   MEMTRACE_SAMPLE_MS  device-memory sampling period, 0 = none
+ *   MEMTRACE_MOMENT_READINGS  "0" = no device-memory readings at failed
+ *                       allocations and reserved-peak raises (a bench knob)
  *   MEMTRACE_STACKS     call sites: "python", "native" or "none"
  *   MEMTRACE_TORCH_BRIDGE  path of torch-bridge.cpp (requests capture)
  *   PYTHONPATH          gains recorder/python (requests capture): every
@@ -104,9 +106,10 @@ size_t mt_record_written(struct mt_record_run *run, const char *const **paths);
 void mt_record_run_free(struct mt_record_run *run);
 
 /* Sets the trace's meta "capture" from its processes' capture labels once
- * every recording process has ended: the label they all share, else "mixed
- * (see the processes' capture)". A trace without labels (recorded before
- * they existed) is left as it is. Returns 0 or a negative errno with a
+ * every recording process has ended: the label shared by all processes
+ * that allocated something (all of them, when none did), else "mixed (see
+ * the processes' capture)". A trace without labels (recorded before they
+ * existed) is left as it is. Returns 0 or a negative errno with a
  * message. */
 int mt_record_settle_capture(const char *path, char *err, size_t errlen);
 
@@ -127,8 +130,8 @@ struct mt_record_summary {
 	uint64_t dropped; /* meta dropped_records, summed */
 	size_t processes;
 	char capture[512]; /* meta capture */
-	/* the processes recorded as segments only, in row order (owned;
-	 * mt_record_summary_release) */
+	/* the processes recorded as segments only that allocated something,
+	 * in row order (owned; mt_record_summary_release) */
 	struct mt_record_process *segments_only;
 	size_t n_segments_only;
 };

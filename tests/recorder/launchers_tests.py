@@ -20,7 +20,8 @@ that process segments only, checked on the GPU); and what `record` prints
 after the run from a trace the program writes itself (a stand-in for the
 injection library, with the Python sqlite3 module): the shared capture
 label, "mixed" when processes differ, one warning line per process
-recorded as segments only naming it and why, also with -o 'FILE.%p.db'.
+recorded as segments only naming it and why (none for one that allocated
+nothing), also with -o 'FILE.%p.db'.
 
 Environment: MEMTRACE (the binary). Prints TAP; exits 1 on any failure.
 """
@@ -180,41 +181,33 @@ def test_user_setup(tmp, hook_dir):
 
 
 # A stand-in for the injection library: writes a trace at MEMTRACE_OUTPUT
-# ('%p' becomes the pid and, for the second file, the pid + 1) with the
-# processes given as JSON [[pid, command line, capture], ...], one per file
-# with '%p'. The schema is docs/FORMAT.md's.
+# with `memtrace synth` (one process that allocates) and gives its process
+# the label argv[2]; with argv[3], adds a second process with that label,
+# which allocates (a copy of the first one's chunks) unless argv[4] is
+# "idle". With '%p', one file per label, named with the pid and the pid + 1,
+# each with its one process.
 WRITER = """
-import json, os, sqlite3, sys
-SCHEMA = '''
-CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
-CREATE TABLE processes (id INTEGER PRIMARY KEY, parent INTEGER NOT NULL DEFAULT 0,
-  pid INTEGER NOT NULL, start_ns INTEGER NOT NULL, command_line TEXT NOT NULL,
-  hostname TEXT NOT NULL, capture TEXT NOT NULL DEFAULT '');
-CREATE TABLE devices (id INTEGER PRIMARY KEY, ordinal INTEGER NOT NULL,
-  total_bytes INTEGER NOT NULL, name TEXT NOT NULL, uuid TEXT NOT NULL,
-  driver_version TEXT NOT NULL, cuda_version TEXT NOT NULL,
-  pci_bus_id TEXT NOT NULL DEFAULT '');
-CREATE TABLE strings (id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);
-CREATE TABLE chunks (id INTEGER PRIMARY KEY, process INTEGER NOT NULL,
-  device INTEGER NOT NULL, kind INTEGER NOT NULL, first_ts INTEGER NOT NULL,
-  last_ts INTEGER NOT NULL, first_seq INTEGER NOT NULL, count INTEGER NOT NULL,
-  codec INTEGER NOT NULL, raw_bytes INTEGER NOT NULL, layers INTEGER NOT NULL,
-  blob BLOB NOT NULL);
-CREATE TABLE replays (id INTEGER PRIMARY KEY, device INTEGER NOT NULL,
-  created_ns INTEGER NOT NULL, policy TEXT NOT NULL, backend TEXT NOT NULL,
-  params TEXT NOT NULL, result_json TEXT NOT NULL, series_codec INTEGER NOT NULL,
-  series BLOB NOT NULL);
-'''
-procs = json.loads(sys.argv[1])
+import os, sqlite3, subprocess, sys
+memtrace, labels = sys.argv[1], sys.argv[2:4]
+idle = sys.argv[4:] == ["idle"]
 pattern = os.environ["MEMTRACE_OUTPUT"]
-groups = [[p] for p in procs] if "%p" in pattern else [procs]
-for i, group in enumerate(groups):
-    db = sqlite3.connect(pattern.replace("%p", str(os.getpid() + i)))
-    db.executescript(SCHEMA)
-    db.execute("INSERT INTO meta VALUES ('format_version', '1'), ('capture', ?)", (group[0][2],))
-    for pid, cmd, capture in group:
-        db.execute("INSERT INTO processes (pid, start_ns, command_line, hostname, capture)"
-                   " VALUES (?, 1, ?, 'h', ?)", (pid, cmd, capture))
+env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_")}
+files = ([pattern.replace("%p", str(os.getpid() + i)) for i in range(len(labels))]
+         if "%p" in pattern else [pattern])
+for i, path in enumerate(files):
+    subprocess.run([memtrace, "synth", "--pattern", "small", "--events", "200", "-o", path],
+                   env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE processes SET capture = ?, command_line = ?",
+               (labels[i], "python3 rank%d.py" % i))
+    if len(files) == 1 and len(labels) > 1:
+        db.execute("INSERT INTO processes (id, pid, start_ns, command_line, hostname, capture)"
+                   " VALUES (2, 4242, 1, 'python3 rank1.py', 'h', ?)", (labels[1],))
+        if not idle:
+            db.execute("INSERT INTO chunks (process, device, kind, first_ts, last_ts,"
+                       " first_seq, count, codec, raw_bytes, layers, blob)"
+                       " SELECT 2, device, kind, first_ts, last_ts, first_seq, count, codec,"
+                       " raw_bytes, layers, blob FROM chunks")
     db.commit()
     db.close()
 """
@@ -236,36 +229,45 @@ def warning_lines(stderr):
     return [l for l in stderr.splitlines() if l.startswith("memtrace record: warning: ")]
 
 
+def synth_pid(path):
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT pid FROM processes ORDER BY id").fetchone()[0]
+    finally:
+        db.close()
+
+
 def test_after_the_run(tmp):
     write(os.path.join(tmp, "writer.py"), WRITER)
     out = os.path.join(tmp, "t.db")
-    same = [[11, "python3 a.py", HOOKED], [12, "python3 b.py", HOOKED]]
-    p = record(tmp, PY, "writer.py", json.dumps(same))
+    p = record(tmp, PY, "writer.py", MEMTRACE, HOOKED, HOOKED)
     check("all processes alike: the summary says their label, no warning",
           p.returncode == 0 and "2 processes, capture " + HOOKED in p.stderr
           and not warning_lines(p.stderr) and meta_capture(out) == HOOKED, p.stderr)
-    mixed = [[21, "torchrun --nproc_per_node 2 train.py", HOOKED],
-             [22, "python3 -I train.py --rank 1", UNHOOKED]]
-    p = record(tmp, PY, "writer.py", json.dumps(mixed))
+    p = record(tmp, PY, "writer.py", MEMTRACE, UNHOOKED, HOOKED)
     w = warning_lines(p.stderr)
     check("processes differ: meta capture says mixed",
           meta_capture(out).startswith("mixed") and "capture mixed" in p.stderr,
           (meta_capture(out), p.stderr))
     check("one warning line for the process recorded as segments only, naming it and why",
-          len(w) == 1 and "process 22 (python3 -I train.py --rank 1)" in w[0]
+          len(w) == 1 and "process %d (python3 rank0.py)" % synth_pid(out) in w[0]
           and w[0].endswith(UNHOOKED), w)
+    p = record(tmp, PY, "writer.py", MEMTRACE, HOOKED, UNHOOKED, "idle")
+    check("a process that allocated nothing (torchrun's agent): no warning, and the label "
+          "is the one of those that allocated",
+          p.returncode == 0 and not warning_lines(p.stderr) and meta_capture(out) == HOOKED,
+          (p.stderr, meta_capture(out)))
     d = os.path.join(tmp, "per-process")
     os.makedirs(d)
     with open(os.path.join(d, "t.99999999.db"), "w") as f:
         f.write("a file of the pattern from long ago")
     os.utime(os.path.join(d, "t.99999999.db"), (1, 1))
-    e = dict(os.environ)
     p = subprocess.run([MEMTRACE, "record", "-o", os.path.join(d, "t.%p.db"), "--", PY,
-                        os.path.join(tmp, "writer.py"), json.dumps(mixed)], env=e,
+                        os.path.join(tmp, "writer.py"), MEMTRACE, HOOKED, UNHOOKED],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     w = warning_lines(p.stderr)
     check("-o FILE.%p.db: the files of this run counted, the warning for the one process",
-          "(2 files)" in p.stderr and len(w) == 1 and "process 22 " in w[0], p.stderr)
+          "(2 files)" in p.stderr and len(w) == 1 and "(python3 rank1.py)" in w[0], p.stderr)
 
 
 def main():

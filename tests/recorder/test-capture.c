@@ -5,9 +5,10 @@
  * framework; PyTorch's allocator loaded, here a fake libc10_cuda.so,
  * without a hook, with the startup hook's mark of this process or of
  * another, under backend:cudaMallocAsync; a declaration of the startup
- * hook), that a change is written at once and a repeat is not, that a
- * declaration made before the trace is opened is what it opens with, and
- * that nothing is written before it is open.
+ * hook), that a change is written at once and a repeat is not, that the
+ * environment counts as it was when CUDA started, that a declaration made
+ * before the trace is opened is what it opens with, and that nothing is
+ * written before it is open.
  */
 #include "config.h"
 
@@ -73,28 +74,38 @@ static void test_declared_before_open(void)
 	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
 }
 
+/* The label a process starting now would be given. */
+static const char *opened(void)
+{
+	static char buf[256];
+
+	rec_capture_open(buf, sizeof(buf));
+	return buf;
+}
+
 static void test_labels(void)
 {
-	char buf[256], mark[32];
+	char mark[32];
 	const char *l;
+	int before;
 
 	unsetenv("MEMTRACE_CAPTURE");
 	unsetenv("MEMTRACE_PYTHON_HOOK");
 	unsetenv("PYTORCH_CUDA_ALLOC_CONF");
 	unsetenv("PYTORCH_ALLOC_CONF");
-	/* no launcher, or --capture as-is */
 	rec_capture_update();
 	CHECK(n_sunk == 0); /* nothing open yet */
-	rec_capture_open(buf, sizeof(buf));
-	CHECKF(!strcmp(buf, "as-is"), "%s", buf);
+	/* no launcher, or --capture as-is */
+	l = opened();
+	CHECKF(!strcmp(l, "as-is"), "%s", l);
+	setenv("MEMTRACE_CAPTURE", "requests", 1);
+	l = opened();
+	CHECKF(!strcmp(l, "requests (driver API)"), "%s", l);
 	rec_capture_update();
 	CHECK(n_sunk == 0); /* unchanged */
 
-	setenv("MEMTRACE_CAPTURE", "requests", 1);
-	l = updated();
-	CHECKF(!strcmp(l, "requests (driver API)"), "%s", l);
-
-	/* PyTorch's allocator, no sign of the startup hook */
+	/* PyTorch's allocator loaded after CUDA started: seen at the next
+	 * update, and written */
 	REQUIRE(dlopen(fake_torch, RTLD_NOW) != NULL);
 	l = updated();
 	CHECKF(starts(l, "segments only (PyTorch's allocator was not hooked: memtrace's Python "
@@ -102,28 +113,31 @@ static void test_labels(void)
 	       "%s", l);
 	snprintf(mark, sizeof(mark), "%ld", (long)getpid());
 	setenv("MEMTRACE_PYTHON_HOOK", mark, 1);
-	l = updated();
+	l = opened();
 	CHECKF(!strcmp(l, "segments only (PyTorch's allocator hook was not attached)"), "%s", l);
 	/* another process's mark (inherited) says nothing about this one */
 	snprintf(mark, sizeof(mark), "%ld", (long)getpid() + 1);
 	setenv("MEMTRACE_PYTHON_HOOK", mark, 1);
-	l = updated();
+	l = opened();
 	CHECKF(starts(l, "segments only (PyTorch's allocator was not hooked"), "%s", l);
 	setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True,backend:cudaMallocAsync", 1);
-	l = updated();
+	l = opened();
 	CHECKF(!strcmp(l, "requests (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)"), "%s", l);
+	/* the environment is read when CUDA starts, not later */
+	setenv("MEMTRACE_CAPTURE", "as-is", 1);
+	before = n_sunk;
+	rec_capture_update();
+	CHECK(n_sunk == before);
 
 	/* the startup hook's word wins, at once */
 	memtrace_set_capture("requests (PyTorch allocator hook)");
-	CHECKF(n_sunk > 0 && !strcmp(sunk[n_sunk - 1], "requests (PyTorch allocator hook)"), "%s",
-	       n_sunk ? sunk[n_sunk - 1] : "");
-	unsetenv("PYTORCH_CUDA_ALLOC_CONF");
-	int before = n_sunk;
+	CHECKF(n_sunk == before + 1 &&
+	               !strcmp(sunk[n_sunk - 1], "requests (PyTorch allocator hook)"),
+	       "%s", n_sunk ? sunk[n_sunk - 1] : "");
 	rec_capture_update();
-	CHECK(n_sunk == before);
+	CHECK(n_sunk == before + 1);
 	/* --capture as-is overrides everything */
-	setenv("MEMTRACE_CAPTURE", "as-is", 1);
-	l = updated();
+	l = opened();
 	CHECKF(!strcmp(l, "as-is"), "%s", l);
 }
 
