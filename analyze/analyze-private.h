@@ -43,12 +43,22 @@ int an_ranges_sweep(struct mt_report *rep, const struct mt_report_options *opt, 
                     size_t errlen);
 
 /* top.c: the n largest lifetimes of rep's live layer that pass keep(l, data),
- * descending by bytes (ties: earlier first), with their ranges. */
+ * descending by bytes (ties: earlier first), with their ranges, into out
+ * (room for n); returns how many. an_largest_new allocates *out (n + 1
+ * entries); -ENOMEM. */
 size_t an_largest(const struct mt_report *rep,
                   bool (*keep)(const struct mt_lifetime *l, const void *data), const void *data,
                   struct mt_report_alloc *out, size_t n);
+int an_largest_new(const struct mt_report *rep,
+                   bool (*keep)(const struct mt_lifetime *l, const void *data), const void *data,
+                   size_t n, struct mt_report_alloc **out, size_t *found);
 
-/* oom.c: saved replays of the device and each failed allocation explained. */
+/* groups.c: rep->groups, the allocations live at rep->at grouped by call
+ * site (else range) or by range; 0 or -ENOMEM. */
+int an_groups(struct mt_report *rep, bool by_site);
+
+/* oom.c: saved replays of the device, the OOMs the program saw among the
+ * failed allocations (rep->failures, rep->ooms), each explained. */
 int an_ooms(struct mt_report *rep, char *err, size_t errlen);
 
 #endif

@@ -1,9 +1,11 @@
-/* library-ranges.c — which NVTX ranges a library opened for itself (CUB and
- * Thrust in CCCL, cuBLAS, cuDNN and their kin) rather than the program:
- * reports and pictures leave them out of phases unless asked.
+/* library-ranges.c — NVTX range names: how people read them, and which
+ * ranges a library opened for itself (CUB and Thrust in CCCL, cuBLAS,
+ * cuDNN and their kin) rather than the program: reports and pictures leave
+ * those out of phases unless asked.
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -25,4 +27,18 @@ bool an_range_is_library(const char *name, const char *domain)
 		if (!strncasecmp(name, prefixes[i], strlen(prefixes[i])))
 			return true;
 	return false;
+}
+
+char *mt_range_label(struct mt_reader *r, uint32_t name, uint32_t domain, char *buf, size_t len)
+{
+	const char *n = name ? mt_reader_string(r, name) : NULL;
+	const char *d = domain ? mt_reader_string(r, domain) : NULL;
+
+	if (n && !*n)
+		n = NULL;
+	if (d && !*d)
+		d = NULL;
+	snprintf(buf, len, "%s%s%s%s", n ? n : "(unnamed)", d ? " [" : "", d ? d : "",
+	         d ? "]" : "");
+	return buf;
 }

@@ -90,8 +90,10 @@ struct mt_analysis {
  * ascending. *ids is malloc'd (may be NULL when *n is 0). */
 int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen);
 
-/* Devices are named for people by the CUDA ordinal the program saw
- * ("device 0", mt_analyze_device_label), in reports, pictures and options;
+/* Devices are named for people by the CUDA ordinal the program saw, with
+ * the PCI bus id when recorded ("device 0 (PCI 00000000:1B:00.0)",
+ * mt_analyze_device_label), in reports, pictures and info; options take the
+ * ordinal;
  * the trace's row ids stay inside. mt_analyze_device_by_ordinal finds the
  * row of an ordinal: -ENOENT when none has it, -EEXIST when several do
  * (processes that each saw a different GPU as that ordinal), with a
@@ -246,6 +248,35 @@ int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, siz
                        const struct mt_sample *samples, size_t nsamples, uint64_t at, char *err,
                        size_t errlen);
 
+/* ---- capacity ---------------------------------------------------------------- */
+
+/* The memory the allocator could take on the recorded card (README.md's
+ * glossary, "capacity"). */
+struct mt_capacity {
+	uint64_t bytes;            /* the capacity; 0 when the device total is not recorded */
+	uint64_t device_total;     /* as recorded, 0 unknown */
+	bool from_reading;         /* false: no reading, bytes = device_total */
+	uint64_t context_bytes;    /* the anatomy's CUDA context and libraries (>= 0) */
+	uint64_t outside_bytes;    /* the anatomy's outside this process (>= 0) */
+	uint64_t at;               /* the moment (absolute) */
+	struct mt_anatomy anatomy; /* of the driver-layer memory at `at`, when from_reading */
+};
+
+/* The capacity of device (a row id) of r: the device total less the CUDA
+ * context and libraries and the memory outside the process in the anatomy
+ * at `at` (MT_TIME_UNKNOWN: the peak of live bytes, as mt_reader_peak_live
+ * finds it), computed from the driver-layer lifetimes (the requests when
+ * there are none) and the readings; the device total when no reading is
+ * available. Returns 0, or -ENOENT (no such device), -ENOMEM or what the
+ * reader returned, with a message. */
+int mt_capacity_recorded(struct mt_reader *r, uint32_t device, uint64_t at, struct mt_capacity *c,
+                         char *err, size_t errlen);
+/* Where c's figure comes from, in words ("the device's 79.2 GiB less 646
+ * MiB CUDA context and libraries and 489 MiB outside this process, at the
+ * peak of live bytes against the reading at +993 ms, ..."), times since t0;
+ * into buf, which it returns. */
+char *mt_capacity_describe(const struct mt_capacity *c, uint64_t t0, char *buf, size_t len);
+
 /* ---- call sites --------------------------------------------------------------- */
 
 /* A call-site string holds the call stack, one frame per line ('\n'),
@@ -262,6 +293,17 @@ char *mt_site_frame(const char *stack, size_t i, char *buf, size_t len);
  * "/site-packages/torch/" or "/dist-packages/torch/"), else the
  * innermost frame. Returns its index, or (size_t)-1 when stack is empty. */
 size_t mt_site_display_index(const char *stack);
+/* The directory that the program's own files share: the longest common
+ * directory of the display frames (above) of stacks that are Python frames
+ * outside installed packages (site-packages, dist-packages) and the
+ * standard library (lib/pythonX.Y); "" when there is none or it is "/".
+ * Into buf (len bytes), which it returns. */
+char *mt_site_program_dir(const char *const *stacks, size_t n, char *buf, size_t len);
+/* A frame shortened for people: a path inside an installed package from
+ * the package's folder on ("transformers/loss/loss_utils.py:40:f"), a path
+ * under program_dir relative to it ("train.py:42:step"), else the frame as
+ * it is. Into buf, which it returns. */
+char *mt_site_shorten(const char *frame, const char *program_dir, char *buf, size_t len);
 
 /* ---- NVTX ranges ---------------------------------------------------------- */
 
@@ -278,15 +320,37 @@ struct mt_range_stats {
 	uint64_t peak_at;
 };
 
+/* A range's name for people: "NAME" or "NAME [DOMAIN]", "(unnamed)" for
+ * none. Into buf, which it returns. */
+char *mt_range_label(struct mt_reader *r, uint32_t name, uint32_t domain, char *buf, size_t len);
+
 /* ---- the report -------------------------------------------------------------- */
 
-#define MT_REPORT_TOP 20
+#define MT_REPORT_TOP 20 /* rows of a list unless asked otherwise */
 #define MT_REPORT_OOM_LARGEST 5
+#define MT_REPORT_OOM_DETAILED 20 /* OOMs explained in full; later ones keep their figures */
 
 /* An allocation in a report's list. */
 struct mt_report_alloc {
 	const struct mt_lifetime *l;  /* into the report's data */
 	const struct mt_range *range; /* innermost range open when allocated, or NULL */
+};
+
+/* How the allocations live at the moment are listed. */
+enum mt_report_by {
+	MT_REPORT_BY_SITE = 0,   /* grouped by the frame that names them (mt_site_display_index),
+	                            or the innermost range when they have no call site */
+	MT_REPORT_BY_RANGE = 1,  /* grouped by the innermost NVTX range name */
+	MT_REPORT_BY_TENSOR = 2, /* one row per allocation */
+};
+
+/* A group of the allocations live at the moment: those sharing a key. */
+struct mt_report_group {
+	char *key;      /* "path:line:function", "in NAME [DOMAIN]", or "" (neither) */
+	bool is_site;   /* the key is a call-site frame */
+	uint64_t count; /* allocations */
+	uint64_t bytes;
+	struct mt_report_alloc largest; /* the group's largest allocation */
 };
 
 /* A saved replay of the device (the latest per policy and parameters). */
@@ -296,27 +360,63 @@ struct mt_report_replay {
 	uint64_t oom_count;
 };
 
+/* What a failed allocation was to the program (see mt_report.failures). */
+enum mt_failure_role {
+	MT_FAILURE_OOM = 0,       /* the failure the program saw: one OOM */
+	MT_FAILURE_ATTEMPT = 1,   /* a driver call behind an OOM (the framework's attempts) */
+	MT_FAILURE_RECOVERED = 2, /* a driver call the framework recovered from (it freed
+	                             its cache and retried): no OOM */
+};
+
+struct mt_report_failure {
+	enum mt_failure_role role;
+	size_t oom; /* OOM and ATTEMPT: the OOM's index, in time order */
+};
+
+/* The role of each of d's failures (roles: d->nfails entries) and the
+ * number of OOMs the program saw (README.md's glossary, "OOM"). Returns 0
+ * or -ENOMEM. */
+int mt_failure_roles(const struct mt_analysis *d, struct mt_report_failure *roles, size_t *nooms);
+
+/* A saved replay's verdict on one OOM (README.md, glossary: "held"). */
+struct mt_oom_verdict {
+	/* the policy's reserved peak up to the OOM's moment (its saved series)
+	 * plus the request in 2 MiB pages: a capacity with which it holds it */
+	uint64_t needs;
+	bool held; /* needs <= the OOM's room */
+};
+
+/* One OOM the program saw: a framework's failure (PyTorch's OutOfMemoryError)
+ * with the driver attempts that caused it, or a failed driver call where no
+ * framework recorded its requests. Figures are defined once, in README.md's
+ * glossary. */
 struct mt_report_oom {
-	const struct mt_failure *f;
-	/* false past the first 100 failures: only the recorded figures (f) */
-	bool detailed;
-	uint64_t live_bytes; /* of the live layer at the failure's moment */
+	const struct mt_failure *f; /* the failure the program saw */
+	size_t attempts;            /* driver attempts behind it */
+	uint64_t free_bytes;        /* free memory the driver reported on the device then,
+	                               from the last attempt (else f); UINT64_MAX unknown */
+	bool detailed;              /* false past the first MT_REPORT_OOM_DETAILED: f only */
+	uint64_t live_bytes;        /* of the live layer at f's moment */
+	uint64_t reserved;          /* the recorded allocator's segments then (0 unknown) */
+	struct mt_anatomy anatomy;  /* at f's moment */
 	struct mt_report_alloc largest[MT_REPORT_OOM_LARGEST];
 	size_t nlargest;
-	/* what the allocator could have held: the device total less the
-	 * sampled use outside the allocator (other processes, context), when a
-	 * sample is known; else the device total */
-	uint64_t budget;
-	bool budget_sampled;
-	/* per saved replay (same order as the report's replays): fits = no OOM
-	 * and peak reserved <= budget */
-	bool *fits;
+	/* room for the allocator: the device total less what the reading
+	 * shows outside the allocator (other processes, CUDA context and
+	 * libraries); the device total when there is no reading */
+	uint64_t room;
+	bool room_from_reading;
+	uint64_t lower_bound;            /* live_bytes + the request: no allocator needs less */
+	struct mt_oom_verdict *verdicts; /* per saved replay, as mt_report.replays */
+	size_t smallest;                 /* the replay that needs least, (size_t)-1 none */
 };
 
 struct mt_report_options {
-	bool all_ranges; /* keep the library-internal NVTX ranges (mt_analysis_load) */
-	bool at_set;     /* false: the peak */
-	uint64_t at;     /* since t0 */
+	bool all_ranges;      /* keep the library-internal NVTX ranges (mt_analysis_load) */
+	bool at_set;          /* false: the peak */
+	uint64_t at;          /* since t0 */
+	size_t top;           /* rows of the lists, 0 = MT_REPORT_TOP */
+	enum mt_report_by by; /* how the allocations live at the moment are listed */
 	/* called between stages and every ~1% of the sweep when set */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;
@@ -324,14 +424,22 @@ struct mt_report_options {
 
 struct mt_report {
 	struct mt_analysis data;
-	uint64_t peak_bytes, peak_at; /* of the live layer */
-	uint64_t at;                  /* the moment asked (absolute), = peak_at by default */
-	struct mt_anatomy anatomy;    /* at `at` */
-	uint64_t live_at_bytes;       /* live bytes at `at` */
-	struct mt_report_alloc top[MT_REPORT_TOP]; /* largest live at `at`, descending */
-	size_t ntop;
-	struct mt_report_alloc top_peak[MT_REPORT_TOP]; /* the same at the peak */
+	size_t top;                      /* rows of the lists (the options' or MT_REPORT_TOP) */
+	uint64_t peak_bytes, peak_at;    /* of the live layer */
+	uint64_t at;                     /* the moment asked (absolute), = peak_at by default */
+	struct mt_anatomy anatomy;       /* at `at` */
+	uint64_t live_at_bytes;          /* live bytes at `at` */
+	uint64_t live_at_count;          /* allocations live at `at` */
+	struct mt_report_alloc *tensors; /* the `top` largest live at `at`, descending */
+	size_t ntensors;
+	struct mt_report_group *groups; /* by site or range: every group, by bytes descending */
+	size_t ngroups;
+	struct mt_report_alloc *top_peak; /* the `top` largest live at the peak */
 	size_t ntop_peak;
+	/* the directory the program's own files share (the longest common
+	 * directory of the call-site frames outside installed packages), for
+	 * shortening paths; "" when none */
+	char program_dir[512];
 	/* bytes live at the peak whose allocation has a call site or a range,
 	 * and their share of peak_bytes (0 when the peak is 0) */
 	uint64_t attributed_bytes;
@@ -339,12 +447,14 @@ struct mt_report {
 	struct mt_range_stats *ranges; /* by bytes allocated, descending */
 	size_t nranges;
 	uint64_t never_freed_count, never_freed_bytes;
-	struct mt_report_alloc never_freed[MT_REPORT_TOP]; /* largest first */
+	struct mt_report_alloc *never_freed; /* the `top` largest */
 	size_t nnever_freed;
 	struct mt_report_replay *replays;
 	size_t nreplays;
-	struct mt_report_oom *ooms; /* one per failed allocation, in time order */
+	struct mt_report_failure *failures; /* per data.fails */
+	struct mt_report_oom *ooms;         /* one per OOM the program saw, in time order */
 	size_t nooms;
+	size_t framework_failures, driver_attempts, recovered_attempts;
 	const struct mt_range **range_of; /* per live lifetime (private) */
 };
 

@@ -169,6 +169,31 @@ int cli_keep_old(const char *cmd, const char *path)
 	return CLI_EXIT_OK;
 }
 
+int cli_incomplete_note(struct mt_reader *r, char *line, size_t len)
+{
+	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
+	uint64_t until, start = MT_TIME_UNKNOWN;
+	char at[32];
+
+	line[0] = '\0';
+	if (mt_reader_incomplete(r, &until) != 1)
+		return 0;
+	if (mt_reader_kind_stats(r, NULL, stats) == 0)
+		for (unsigned k = 1; k <= MT_EVENT_KIND_MAX; k++)
+			if (stats[k].events && stats[k].first_ts < start)
+				start = stats[k].first_ts;
+	if (start == MT_TIME_UNKNOWN)
+		snprintf(line, len,
+		         "incomplete: a writer stopped without closing the trace before "
+		         "it committed any event");
+	else
+		snprintf(line, len,
+		         "incomplete: a writer stopped without closing the trace; only the events "
+		         "before +%s are used",
+		         mt_duration_format(until - start, at, sizeof(at)));
+	return 1;
+}
+
 int cli_print_json(json_t *value)
 {
 	int rc;

@@ -70,6 +70,13 @@ char *cli_command_line(int argc, char **argv);
  * and returns CLI_EXIT_FAILURE. */
 int cli_keep_old(const char *cmd, const char *path);
 
+/* For an incomplete trace (mt_reader_incomplete: a writer stopped without
+ * closing it), one line saying so and what the reader leaves out, for info
+ * and report: "incomplete: a writer stopped without closing the trace; only
+ * the events before +2.01 s are used". Returns 1 with the line, 0 for a
+ * complete trace (line ""). */
+int cli_incomplete_note(struct mt_reader *r, char *line, size_t len);
+
 /* Prints a JSON value (steals the reference) on stdout with indentation and
  * a trailing newline. Returns CLI_EXIT_OK, or CLI_EXIT_FAILURE if value is
  * NULL (out of memory) or stdout fails. */

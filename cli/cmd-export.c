@@ -21,7 +21,7 @@
 static void usage(void)
 {
 	fputs("Usage: memtrace export [TRACE] -o FILE [--format NAME] [--device N]\n"
-	      "                       [--kernels] [--at TIME]\n"
+	      "                       [--kernels] [--at TIME] [--policy NAME]\n"
 	      "\n"
 	      "Writes a trace (default memtrace.db) in another tool's format. The format\n"
 	      "follows from FILE's extension, or --format names it. Formats:\n",
@@ -43,9 +43,14 @@ static void usage(void)
 	      "  -f, --format NAME  write this format whatever FILE's extension\n"
 	      "  -d, --device N     only the trace's device row N (memtrace info lists them)\n"
 	      "      --kernels      perfetto, chrome: kernels as slices too\n"
-	      "      --at TIME      folded: the moment, since the device's first memory\n"
-	      "                     event: 1.5 (seconds), 1.5s, 300ms, 20us, 100ns\n"
-	      "                     (default: the peak of live bytes)\n"
+	      "      --at TIME      folded, snapshot --policy: the moment, since the\n"
+	      "                     device's first memory event: 1.5 (seconds), 1.5s,\n"
+	      "                     300ms, 20us, 100ns (default: the peak of live bytes;\n"
+	      "                     with --policy, of the policy's reserved bytes)\n"
+	      "      --policy NAME  snapshot: the segments of this replay policy (as\n"
+	      "                     memtrace replay names it), simulated on one device,\n"
+	      "                     instead of the recorded allocator's: memory_viz's\n"
+	      "                     segment_plot shows them\n"
 	      "  -h, --help         this help\n",
 	      stdout);
 }
@@ -85,6 +90,7 @@ int cli_cmd_export(int argc, char **argv)
 		{ "device", required_argument, NULL, 'd' },
 		{ "kernels", no_argument, NULL, 'k' },
 		{ "at", required_argument, NULL, 'a' },
+		{ "policy", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -125,6 +131,9 @@ int cli_cmd_export(int argc, char **argv)
 				        CMD, "--at: '%s' is not a time (1.5s, 300ms)", optarg);
 			opt.at_set = true;
 			break;
+		case 'p':
+			opt.policy = optarg;
+			break;
 		case 'h':
 			usage();
 			return CLI_EXIT_OK;
@@ -147,6 +156,8 @@ int cli_cmd_export(int argc, char **argv)
 		                       "--format",
 		                       path);
 	opt.device = (uint32_t)device;
+	if (opt.policy && strcmp(mt_interop_format_name(opt.format), "snapshot"))
+		return cli_usage_error(CMD, "--policy applies to the snapshot format");
 
 	if (!strcmp(path, "-"))
 		return export(trace, stdout, "stdout", &opt);

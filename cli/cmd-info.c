@@ -13,6 +13,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-analyze.h"
 #include "memtrace-common.h"
 
 #define CMD "info"
@@ -120,16 +121,17 @@ static const char *meta_or(struct info *in, const char *key, const char *fallbac
 
 static void print_peak(struct info *in, const struct mt_device *d, const struct device_peak *p)
 {
-	char size[32], when[32];
+	char size[32], when[32], label[96];
 
 	if (p->ts == MT_TIME_UNKNOWN) {
-		printf(KEY "device %" PRIu32 ": nothing allocated\n", "peak live", d->id);
+		printf(KEY "%s: nothing allocated\n", "peak live",
+		       mt_analyze_device_label(d, label, sizeof(label)));
 		return;
 	}
 	mt_size_format(p->bytes, size, sizeof(size));
 	mt_duration_format(p->ts - in->first_ts, when, sizeof(when));
-	printf(KEY "%s at +%s on device %" PRIu32 " (%s layer", "peak live", size, when, d->id,
-	       mt_layer_name(in->layer));
+	printf(KEY "%s at +%s on %s (%s layer", "peak live", size, when,
+	       mt_analyze_device_label(d, label, sizeof(label)), mt_layer_name(in->layer));
 	if (d->total_bytes)
 		printf(", %.1f%% of the device", 100.0 * (double)p->bytes / (double)d->total_bytes);
 	printf(")\n");
@@ -146,13 +148,15 @@ static void print_per_event(uint64_t bytes, uint64_t events)
 static void print_text(struct info *in)
 {
 	size_t ndev = mt_reader_device_count(in->r), nproc = mt_reader_process_count(in->r);
-	char a[32], b[32];
+	char a[160], b[32], label[96];
 
 	printf(KEY "%s\n", "trace", in->path);
 	printf(KEY "%s (memtrace %s)\n", "format", meta_or(in, "format_version", "?"),
 	       meta_or(in, "memtrace_version", "unknown"));
 	printf(KEY "%s\n", "command line", meta_or(in, "command_line", "unknown"));
 	printf(KEY "%s\n", "capture", meta_or(in, "capture", "unknown"));
+	if (cli_incomplete_note(in->r, a, sizeof(a)))
+		printf(KEY "%s\n", "state", a);
 	if (mt_reader_meta(in->r, "history_from") && in->first_ts != MT_TIME_UNKNOWN)
 		printf(KEY "partial history from +%s (what was live then is reconstructed)\n",
 		       "history",
@@ -164,7 +168,9 @@ static void print_text(struct info *in)
 		printf(KEY "%s\n", "allocator", mt_reader_meta(in->r, "allocator_settings"));
 	for (size_t i = 0; i < ndev; i++) {
 		const struct mt_device *d = mt_reader_device(in->r, i);
-		printf(KEY "%s, %s\n", i ? "" : "devices", *d->name ? d->name : "unnamed",
+		printf(KEY "%s: %s, %s\n", i ? "" : "devices",
+		       mt_analyze_device_label(d, label, sizeof(label)),
+		       *d->name ? d->name : "unnamed",
 		       mt_size_format(d->total_bytes, a, sizeof(a)));
 	}
 	if (!ndev)
@@ -231,6 +237,8 @@ static json_t *info_json(struct info *in)
 {
 	size_t ndev = mt_reader_device_count(in->r), nproc = mt_reader_process_count(in->r);
 	const char *version = mt_reader_meta(in->r, "format_version");
+	uint64_t until;
+	bool incomplete = mt_reader_incomplete(in->r, &until) == 1;
 	json_t *o = json_object(), *devices = json_array(), *processes = json_array(),
 	       *events = json_object();
 
@@ -243,6 +251,8 @@ static json_t *info_json(struct info *in)
 	                    json_str_or_null(mt_reader_meta(in->r, "command_line")));
 	json_object_set_new(o, "capture", json_str_or_null(mt_reader_meta(in->r, "capture")));
 	json_object_set_new(o, "host", json_str_or_null(mt_reader_meta(in->r, "host")));
+	json_object_set_new(o, "complete", json_boolean(!incomplete));
+	json_object_set_new(o, "complete_until_ts", incomplete ? json_u64(until) : json_null());
 	json_object_set_new(
 	        o, "history_from_ns",
 	        mt_reader_meta(in->r, "history_from")
@@ -251,13 +261,13 @@ static json_t *info_json(struct info *in)
 	for (size_t i = 0; i < ndev; i++) {
 		const struct mt_device *d = mt_reader_device(in->r, i);
 		json_array_append_new(
-		        devices,
-		        json_pack("{s:I, s:I, s:s, s:s, s:o, s:o, s:o}", "id", (json_int_t)d->id,
-		                  "ordinal", (json_int_t)d->ordinal, "name", d->name ? d->name : "",
-		                  "uuid", d->uuid ? d->uuid : "", "total_bytes",
-		                  json_u64(d->total_bytes), "peak_live_bytes",
-		                  json_u64(in->peaks[i].bytes), "peak_live_ts",
-		                  json_ts(in->peaks[i].ts)));
+		        devices, json_pack("{s:I, s:I, s:s, s:s, s:s, s:o, s:o, s:o}", "id",
+		                           (json_int_t)d->id, "ordinal", (json_int_t)d->ordinal,
+		                           "pci_bus_id", d->pci_bus_id ? d->pci_bus_id : "", "name",
+		                           d->name ? d->name : "", "uuid", d->uuid ? d->uuid : "",
+		                           "total_bytes", json_u64(d->total_bytes),
+		                           "peak_live_bytes", json_u64(in->peaks[i].bytes),
+		                           "peak_live_ts", json_ts(in->peaks[i].ts)));
 	}
 	json_object_set_new(o, "devices", devices);
 	for (size_t i = 0; i < nproc; i++) {

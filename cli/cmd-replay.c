@@ -10,11 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli-util.h"
 #include "commands.h"
 #include "memtrace-common.h"
+#include "memtrace-analyze.h"
 #include "memtrace-replay.h"
+#include "replay-capacity.h"
+#include "replay-fragmentation.h"
 
 #define CMD "replay"
 #define SERIES_POINTS 2000
@@ -27,10 +31,19 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
+/* What a replay ran under: the options as given and the capacity, saved
+ * with every result. */
+struct run_context {
+	const char *backend_arg, *limit_arg, *device_arg; /* NULL: not given */
+	bool find_min;
+	struct cli_capacity capacity;
+};
+
 struct outcome {
 	char spec[CLI_POLICY_SPEC];
 	struct mt_replay_result res;
-	uint64_t min_capacity; /* 0 = not asked */
+	uint64_t min_capacity;         /* 0 = not asked */
+	struct cli_fragmentation frag; /* at the peak of live bytes */
 };
 
 static void usage(FILE *f)
@@ -50,17 +63,32 @@ static void usage(FILE *f)
 	        "                       NAME:key=value,key=value\n"
 	        "  --backend B          sim (simulated device), cuda (real GPU via libcuda) or\n"
 	        "                       auto (cuda when a GPU is present; the default)\n"
-	        "  --limit SIZE         device capacity to replay against (e.g. 24GiB); OOMs are\n"
-	        "                       reported with the largest live allocations\n"
+	        "  --limit SIZE|none    the memory the allocator may take (its segments; the\n"
+	        "                       CUDA context and other processes are not in it), e.g.\n"
+	        "                       80GB (80 000 000 000 bytes) or 74.5GiB; none: no limit\n"
+	        "                       (sim: unlimited, cuda: the GPU's own memory). Default:\n"
+	        "                       the recorded card, its total less the CUDA context and\n"
+	        "                       libraries and the memory outside the process at the\n"
+	        "                       peak of live bytes (else its total). OOMs are reported\n"
+	        "                       with the largest live allocations\n"
 	        "  --find-min-capacity  smallest capacity on which each policy has no OOM\n"
-	        "  --device N           the trace's device row (memtrace info; default: the first\n"
-	        "                       with allocations); the GPU used is CUDA ordinal 0\n"
-	        "  --json               one JSON object per policy\n"
+	        "  --device N           the CUDA device number the program saw, as report names\n"
+	        "                       it (default: the first with allocations); the GPU used\n"
+	        "                       is CUDA ordinal 0\n"
+	        "  --json               one JSON object per policy, with the capacity and\n"
+	        "                       where it came from, the options and memtrace's version\n"
 	        "  --no-save            do not store results in the trace's replays table\n"
 	        "\n"
 	        "calls/iter (driver_calls_per_iteration in --json): driver calls per step of\n"
 	        "a training loop, where steps start with the trace's most frequent outermost\n"
 	        "NVTX range (at least 3); the first step is left out. Shown when known.\n"
+	        "cpu s (seconds in --json): CPU seconds of the policy's replay. Under sim the\n"
+	        "policies replay at once, a thread each, sharing one pass over the trace,\n"
+	        "whose reading is not counted (stream_seconds in --json).\n"
+	        "frag (fragmentation in --json): free space inside segments that hold a\n"
+	        "live block, as a share of the bytes reserved, when the policy first holds\n"
+	        "the peak of live bytes; - when the policy cannot list its segments or ran\n"
+	        "out of memory before.\n"
 	        "\n"
 	        "policies:\n",
 	        CLI_DEFAULT_TRACE);
@@ -92,18 +120,38 @@ static int pick_backend(const char *arg, enum mt_backend_kind *kind)
 	return CLI_EXIT_FAILURE;
 }
 
-static json_t *result_json(const struct outcome *o)
+static json_t *json_string_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* The options a replay ran under, as given (null: not given). */
+static json_t *options_json(const struct run_context *ctx, const char *spec)
+{
+	return json_pack("{s:s, s:o, s:o, s:b, s:o}", "policy", spec, "backend",
+	                 json_string_or_null(ctx->backend_arg), "limit",
+	                 json_string_or_null(ctx->limit_arg), "find_min_capacity", ctx->find_min,
+	                 "device", json_string_or_null(ctx->device_arg));
+}
+
+static json_t *result_json(const struct outcome *o, const struct run_context *ctx)
 {
 	const struct mt_replay_result *r = &o->res;
 	json_t *j = json_object();
 	json_object_set_new(j, "policy", json_string(o->spec));
 	json_object_set_new(j, "backend", json_string(r->backend));
+	json_object_set_new(j, "capacity", cli_capacity_json(&ctx->capacity));
 	json_object_set_new(j, "events", json_integer((json_int_t)r->events));
 	json_object_set_new(j, "peak_allocated", json_integer((json_int_t)r->peak_allocated));
 	json_object_set_new(j, "peak_allocated_rounded",
 	                    json_integer((json_int_t)r->peak_allocated_rounded));
 	json_object_set_new(j, "peak_reserved", json_integer((json_int_t)r->peak_reserved));
-	json_object_set_new(j, "fragmentation", json_real(r->fragmentation));
+	json_object_set_new(
+	        j, "fragmentation",
+	        o->frag.known ? json_real(mt_fragmentation_share(o->frag.bytes, o->frag.reserved))
+	                      : json_null());
+	json_object_set_new(j, "fragmentation_bytes",
+	                    o->frag.known ? json_integer((json_int_t)o->frag.bytes) : json_null());
 	json_object_set_new(
 	        j, "driver_calls",
 	        json_pack("{s:I,s:I,s:I,s:I}", "alloc", (json_int_t)r->driver.alloc_calls, "free",
@@ -132,47 +180,138 @@ static json_t *result_json(const struct outcome *o)
 		                    json_pack("{s:I,s:I}", "p50", (json_int_t)r->latency_p50_ns,
 		                              "p99", (json_int_t)r->latency_p99_ns));
 	json_object_set_new(j, "seconds", json_real(r->seconds));
+	json_object_set_new(j, "stream_seconds", json_real(r->stream_seconds));
+	json_object_set_new(j, "options", options_json(ctx, o->spec));
+	json_object_set_new(j, "memtrace_version", json_string(MT_VERSION));
 	return j;
+}
+
+/* Progress on a terminal (stderr) once a replay has run for a second:
+ * events done, events per second, time left; redrawn ten times a second. */
+struct progress {
+	const char *what;
+	uint64_t start_ns, last_ns;
+	bool tty, drawn;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A count in thousands or millions ("850 k", "12.3 M"). */
+static const char *count(uint64_t n, char *buf, size_t len)
+{
+	if (n >= 1000000)
+		snprintf(buf, len, "%.1f M", (double)n / 1e6);
+	else if (n >= 1000)
+		snprintf(buf, len, "%.0f k", (double)n / 1e3);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)n);
+	return buf;
 }
 
 static void progress(void *data, uint64_t done, uint64_t total)
 {
-	cli_progress_update(data, done);
+	struct progress *p = data;
+	uint64_t now = now_ns();
+	char a[32], b[32], c[32], d[32];
+	if (!p->tty || now - p->start_ns < 1000000000u || now - p->last_ns < 100000000u || !done ||
+	    done >= total)
+		return;
+	double secs = (double)(now - p->start_ns) / 1e9, rate = (double)done / secs;
+	p->last_ns = now;
+	p->drawn = true;
+	fprintf(stderr, "\r\033[K%s: %s of %s events, %s events/s, %s left", p->what,
+	        count(done, a, sizeof(a)), count(total, b, sizeof(b)),
+	        count((uint64_t)rate, c, sizeof(c)),
+	        mt_duration_format((uint64_t)((double)(total - done) / rate * 1e9), d, sizeof(d)));
+	fflush(stderr);
 }
 
-/* Replays one policy (and searches its minimum capacity when asked). */
-static int run_one(const struct mt_request_stream *s, struct mt_replay_options *opt, bool find_min,
-                   struct outcome *o)
+static void progress_start(struct progress *p, const char *what)
 {
-	char err[256], what[160];
-	struct cli_progress prog;
-	snprintf(what, sizeof(what), "replay %s", o->spec);
-	cli_progress_start(&prog, what, mt_request_stream_events(s));
+	*p = (struct progress){ .what = what, .start_ns = now_ns(), .tty = isatty(STDERR_FILENO) };
+}
+
+static void progress_done(struct progress *p)
+{
+	if (p->drawn)
+		fputs("\r\033[K", stderr);
+	p->drawn = false;
+}
+
+/* The smallest capacity without OOM for o's policy. */
+static int find_min(const struct mt_request_stream *s, struct mt_replay_options *opt,
+                    struct outcome *o, char *err, size_t errlen)
+{
+	uint64_t hi = o->res.peak_reserved;
+	struct mt_replay_result wide;
+	int rc = 0;
 	opt->policy = o->spec;
-	opt->progress = progress;
-	opt->progress_data = &prog;
-	int rc = mt_replay_run(s, opt, &o->res, err, sizeof(err));
-	if (rc == 0 && find_min) {
-		uint64_t hi = o->res.peak_reserved;
-		struct mt_replay_result wide;
-		if (o->res.oom_count) { /* the limit was too small: find a capacity that works */
-			struct mt_replay_options w = *opt;
-			w.capacity = 0;
-			w.series_points = 0;
-			w.measure_latency = false;
-			if ((rc = mt_replay_run(s, &w, &wide, err, sizeof(err))) == 0)
-				hi = wide.peak_reserved;
-			mt_replay_result_release(&wide);
-		}
-		if (rc == 0)
-			rc = mt_replay_find_min_capacity(s, opt, hi, &o->min_capacity, err,
-			                                 sizeof(err));
+	if (o->res.oom_count) { /* the limit was too small: find a capacity that works */
+		struct mt_replay_options w = *opt;
+		w.capacity = 0;
+		w.series_points = 0;
+		w.measure_latency = false;
+		if ((rc = mt_replay_run(s, &w, &wide, err, errlen)) == 0)
+			hi = wide.peak_reserved;
+		mt_replay_result_release(&wide);
 	}
-	cli_progress_done(&prog);
-	if (rc == -EINTR || interrupted)
+	if (rc == 0)
+		rc = mt_replay_find_min_capacity(s, opt, hi, &o->min_capacity, err, errlen);
+	return rc;
+}
+
+/* Replays every policy at once, sharing one pass over the trace (and
+ * searches their minimum capacities one by one when asked). */
+static int run_all(const struct mt_request_stream *s, const struct mt_replay_options *base,
+                   bool find_min_capacity, struct outcome *out, size_t n)
+{
+	struct mt_replay_options *opts = calloc(n, sizeof(*opts));
+	struct mt_replay_result *res = calloc(n, sizeof(*res));
+	int *rcs = calloc(n, sizeof(*rcs));
+	char *errs = calloc(n, 256), what[64];
+	struct progress prog;
+	int rc = opts && res && rcs && errs ? 0 : -ENOMEM;
+	if (n == 1)
+		snprintf(what, sizeof(what), "replay %.50s", out[0].spec);
+	else
+		snprintf(what, sizeof(what), "replay %zu policies", n);
+	progress_start(&prog, what);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		opts[i] = *base;
+		opts[i].policy = out[i].spec;
+		opts[i].progress = progress;
+		opts[i].progress_data = &prog;
+		cli_fragmentation_probe(&opts[i], &out[i].frag);
+	}
+	if (rc == 0) {
+		rc = mt_replay_run_many(s, opts, n, res, rcs, errs, 256);
+		for (size_t i = 0; i < n; i++)
+			out[i].res = res[i];
+	}
+	for (size_t i = 0; rc == 0 && find_min_capacity && i < n; i++) {
+		opts[i].progress = NULL;
+		opts[i].at_peak = NULL;
+		rc = rcs[i] = find_min(s, &opts[i], &out[i], errs + i * 256, 256);
+	}
+	progress_done(&prog);
+	if (rc == -ENOMEM && !rcs[0])
+		cli_error(CMD, "out of memory");
+	else if (rc == -EINTR || interrupted)
 		cli_error(CMD, "interrupted: all device memory released");
-	else if (rc < 0)
-		cli_error(CMD, "policy %s: %s", o->spec, err);
+	for (size_t i = 0; rc < 0 && rc != -EINTR && !interrupted && rcs && i < n; i++)
+		if (rcs[i] < 0) {
+			cli_error(CMD, "policy %s: %s", out[i].spec, errs + i * 256);
+			break;
+		}
+	free(opts);
+	free(res);
+	free(rcs);
+	free(errs);
 	return rc;
 }
 
@@ -204,20 +343,24 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 		printf(" %12s", "min capacity");
 	if (cuda)
 		printf(" %10s %10s", "p50", "p99");
-	printf(" %8s\n", "seconds");
+	printf(" %8s\n", "cpu s");
 	printf("%-*s %-7s %12s %8s\n", w, "lower bound (peak live)", "",
 	       mt_size_format(bound, a, 32), "1.000x");
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_replay_result *r = &o[i].res;
-		char calls[64];
+		char calls[64], frag[16] = "-";
+		if (o[i].frag.known)
+			snprintf(frag, sizeof(frag), "%.1f%%",
+			         100.0 * mt_fragmentation_share(o[i].frag.bytes,
+			                                        o[i].frag.reserved));
 		snprintf(calls, sizeof(calls), "%llu/%llu/%llu",
 		         (unsigned long long)r->driver.alloc_calls,
 		         (unsigned long long)r->driver.free_calls,
 		         (unsigned long long)r->driver.map_calls);
-		printf("%-*s %-7s %12s %7.3fx %6.1f%% %21s %6llu", w, o[i].spec, r->backend,
+		printf("%-*s %-7s %12s %7.3fx %7s %21s %6llu", w, o[i].spec, r->backend,
 		       mt_size_format(r->peak_reserved, a, 32),
-		       bound ? (double)r->peak_reserved / (double)bound : 0.0,
-		       100.0 * r->fragmentation, calls, (unsigned long long)r->oom_count);
+		       bound ? (double)r->peak_reserved / (double)bound : 0.0, frag, calls,
+		       (unsigned long long)r->oom_count);
 		if (iterations)
 			printf(" %10.1f", r->calls_per_iteration);
 		if (find_min)
@@ -230,9 +373,13 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 }
 
 static void print_ooms(const struct outcome *o, size_t n, const struct mt_request_stream *s,
-                       uint64_t limit)
+                       const struct cli_capacity *cap)
 {
-	char a[32], b[32], c[32], t[32];
+	char a[32], b[32], c[32], t[32], at[32];
+	if (cap->source == CLI_CAPACITY_NONE)
+		snprintf(at, sizeof(at), "the GPU's memory");
+	else
+		mt_size_format(cap->bytes, at, sizeof(at));
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_replay_result *r = &o[i].res;
 		if (!r->oom_count)
@@ -240,8 +387,7 @@ static void print_ooms(const struct outcome *o, size_t n, const struct mt_reques
 		const struct mt_replay_oom *f = &r->first_oom;
 		printf("%s: %llu OOM%s at %s; first at +%s: request #%llu of %s with %s live "
 		       "(largest live:",
-		       o[i].spec, (unsigned long long)r->oom_count, r->oom_count > 1 ? "s" : "",
-		       mt_size_format(limit, a, 32),
+		       o[i].spec, (unsigned long long)r->oom_count, r->oom_count > 1 ? "s" : "", at,
 		       mt_duration_format(f->ts - mt_request_stream_start(s), t, 32),
 		       (unsigned long long)f->request, mt_size_format(f->bytes, b, 32),
 		       mt_size_format(f->allocated, c, 32));
@@ -251,8 +397,17 @@ static void print_ooms(const struct outcome *o, size_t n, const struct mt_reques
 	}
 }
 
+static void print_capacity(const struct cli_capacity *c)
+{
+	char a[32];
+	if (c->source == CLI_CAPACITY_NONE)
+		printf("capacity: none (%s)\n", c->why);
+	else
+		printf("capacity: %s (%s)\n", mt_size_format(c->bytes, a, sizeof(a)), c->why);
+}
+
 static int save(const char *path, const struct outcome *o, size_t n,
-                const struct mt_request_stream *s)
+                const struct mt_request_stream *s, const struct run_context *ctx)
 {
 	struct mt_writer *w = mt_writer_new();
 	struct timespec now;
@@ -263,7 +418,7 @@ static int save(const char *path, const struct outcome *o, size_t n,
 		const char *colon = strchr(o[i].spec, ':');
 		snprintf(name, sizeof(name), "%.*s",
 		         (int)(colon ? (size_t)(colon - o[i].spec) : strlen(o[i].spec)), o[i].spec);
-		json_t *j = result_json(&o[i]);
+		json_t *j = result_json(&o[i], ctx);
 		char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 		json_decref(j);
 		struct mt_replay_record rec = {
@@ -308,8 +463,9 @@ int cli_cmd_replay(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old);
 	const char *policy_arg = "all", *backend_arg = "auto";
+	struct run_context ctx = { 0 };
 	uint64_t limit = 0, device = 0;
-	bool find_min = false, json = false, no_save = false;
+	bool json = false, no_save = false;
 	int c, rc;
 	optind = 1;
 	opterr = 0;
@@ -319,18 +475,23 @@ int cli_cmd_replay(int argc, char **argv)
 			policy_arg = optarg;
 			break;
 		case 'b':
-			backend_arg = optarg;
+			backend_arg = ctx.backend_arg = optarg;
 			break;
 		case 'l':
+			ctx.limit_arg = optarg;
+			limit = 0;
+			if (!strcmp(optarg, "none"))
+				break;
 			if ((rc = cli_parse_size(CMD, "--limit", optarg, &limit)) != CLI_EXIT_OK)
 				return rc;
 			if (!limit)
-				return cli_usage_error(CMD, "--limit: must be > 0");
+				return cli_usage_error(CMD, "--limit: must be > 0 (or none)");
 			break;
 		case 'm':
-			find_min = true;
+			ctx.find_min = true;
 			break;
 		case 'd':
+			ctx.device_arg = optarg;
 			if ((rc = cli_parse_u64(CMD, "--device", optarg, &device)) != CLI_EXIT_OK)
 				return rc;
 			if (device > UINT32_MAX)
@@ -369,11 +530,21 @@ int cli_cmd_replay(int argc, char **argv)
 		return rc;
 	struct mt_request_stream *s = NULL;
 	char err[256];
-	int lrc = mt_request_stream_load(&s, reader, (uint32_t)device, err, sizeof(err));
-	mt_reader_free(reader);
+	uint32_t row = 0; /* the first device with allocations */
+	if (ctx.device_arg &&
+	    mt_analyze_device_by_ordinal(reader, (unsigned)device, &row, err, sizeof(err)) < 0) {
+		sigaction(SIGINT, &old, NULL);
+		mt_reader_free(reader);
+		return cli_usage_error(CMD, "--device: %s", err);
+	}
+	int lrc = mt_request_stream_load(&s, reader, row, err, sizeof(err));
+	if (lrc == 0)
+		lrc = cli_capacity_choose(reader, mt_request_stream_device(s), ctx.limit_arg, limit,
+		                          kind == MT_BACKEND_CUDA, &ctx.capacity, err, sizeof(err));
 	if (lrc < 0 || interrupted) {
 		sigaction(SIGINT, &old, NULL);
 		mt_request_stream_free(s);
+		mt_reader_free(reader);
 		if (interrupted)
 			cli_error(CMD, "interrupted");
 		else
@@ -383,38 +554,34 @@ int cli_cmd_replay(int argc, char **argv)
 
 	struct outcome *out = calloc(n, sizeof(*out));
 	struct mt_replay_options opt = { .backend = kind,
-		                         .capacity = limit,
+		                         .capacity = ctx.capacity.bytes,
 		                         .series_points = SERIES_POINTS,
 		                         .measure_latency = kind == MT_BACKEND_CUDA,
 		                         .interrupted = &interrupted };
 	rc = out ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 	if (!out)
 		cli_error(CMD, "out of memory");
-	size_t done = 0;
-	for (; out && done < n; done++) {
-		snprintf(out[done].spec, sizeof(out[done].spec), "%s", specs[done]);
-		if (run_one(s, &opt, find_min, &out[done]) < 0) {
-			mt_replay_result_release(&out[done].res);
-			rc = interrupted ? 130 : CLI_EXIT_FAILURE;
-			break;
-		}
-	}
+	for (size_t i = 0; out && i < n; i++)
+		memcpy(out[i].spec, specs[i], sizeof(out[i].spec));
+	if (out && run_all(s, &opt, ctx.find_min, out, n) < 0)
+		rc = interrupted ? 130 : CLI_EXIT_FAILURE;
 	sigaction(SIGINT, &old, NULL);
+	mt_reader_free(reader); /* the replays are done with the trace */
 	if (rc == CLI_EXIT_OK) {
 		if (json) {
 			json_t *arr = json_array();
 			for (size_t i = 0; i < n; i++)
-				json_array_append_new(arr, result_json(&out[i]));
+				json_array_append_new(arr, result_json(&out[i], &ctx));
 			rc = cli_print_json(arr);
 		} else {
-			print_table(out, n, s, kind == MT_BACKEND_CUDA, find_min);
-			if (limit)
-				print_ooms(out, n, s, limit);
+			print_capacity(&ctx.capacity);
+			print_table(out, n, s, kind == MT_BACKEND_CUDA, ctx.find_min);
+			print_ooms(out, n, s, &ctx.capacity);
 		}
 		if (rc == CLI_EXIT_OK && !no_save)
-			rc = save(path, out, n, s);
+			rc = save(path, out, n, s, &ctx);
 	}
-	for (size_t i = 0; out && i < done; i++)
+	for (size_t i = 0; out && i < n; i++)
 		mt_replay_result_release(&out[i].res);
 	free(out);
 	mt_request_stream_free(s);

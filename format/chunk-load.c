@@ -2,18 +2,12 @@
 
 /* chunk-load.c — one chunk's events, read from its blob and confirmed
  * against its index row: a row is never trusted for what its chunk does
- * not say (FORMAT.md "Reading"). */
+ * not say (docs/FORMAT.md "Reading"). */
 
 #include <errno.h>
 
 #include "chunk-codec-private.h"
 #include "reader-private.h"
-
-int fmt_chunk_corrupt(struct mt_reader *r, int64_t id, const char *why)
-{
-	return mt_fail(r->message, FMT_MESSAGE_MAX, -EBADMSG, "%s: chunk %lld is corrupt (%s)",
-	               r->path, (long long)id, why);
-}
 
 int fmt_chunk_load(struct mt_reader *r, const struct fmt_chunk_row *c, struct mt_event **events,
                    size_t *capacity)

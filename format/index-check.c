@@ -2,7 +2,7 @@
 
 /* index-check.c — what a chunk row may say, checked when a trace is
  * opened, so that no reader answer rests on a row its chunk would not
- * confirm (FORMAT.md "Reading"): the row's kind, codec, count and time
+ * confirm (docs/FORMAT.md "Reading"): the row's kind, codec, count and time
  * span are possible, its process and device are rows of their tables, and
  * no row repeats another (a duplicated row would count its events twice). */
 

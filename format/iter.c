@@ -1,7 +1,7 @@
 #include "config.h"
 
 /* iter.c — the ordered walk over a trace's events: a k-way merge over the
- * chunks a query selects, in (ts, process, seq) order (FORMAT.md
+ * chunks a query selects, in (ts, process, seq) order (docs/FORMAT.md
  * "Ordering"). Chunks are listed from the index, sorted by first_ts, and
  * decompressed only when the merge frontier reaches their first_ts, so only
  * the chunks whose time ranges overlap are in memory at once. */
@@ -37,6 +37,16 @@ static int chunk_cmp(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* The end (exclusive) of the window for a chunk of this process: the
+ * query's, and for an incomplete trace the end of what is complete of the
+ * process (FORMAT.md "Incomplete traces"). UINT64_MAX: no end. */
+static uint64_t chunk_end(const struct mt_iter *it, uint32_t process)
+{
+	uint64_t to = it->q.to ? it->q.to : UINT64_MAX;
+	uint64_t until = fmt_complete_until(it->r, process);
+	return until < to ? until : to;
+}
+
 /* Appends the chunks of one kind the query selects. */
 static int list_chunks(struct mt_iter *it, sqlite3_stmt *st, unsigned kind, size_t *cap)
 {
@@ -60,7 +70,8 @@ static int list_chunks(struct mt_iter *it, sqlite3_stmt *st, unsigned kind, size
 			.count = fmt_u64_from_sql(st, 5),
 			.codec = sqlite3_column_int64(st, 6),
 		};
-		if (c.last_ts < q->from || (q->to != 0 && c.first_ts >= q->to))
+		uint64_t end = chunk_end(it, c.process);
+		if (c.last_ts < q->from || (end != UINT64_MAX && c.first_ts >= end))
 			continue;
 		if (it->n_chunks == *cap) {
 			*cap = *cap ? *cap * 2 : 64;
@@ -150,9 +161,10 @@ static int open_chunk(struct mt_iter *it, const struct fmt_chunk_row *c, struct 
 		return err;
 	*cur = it->spare;
 	it->spare = (struct cursor){ 0 };
+	uint64_t end = chunk_end(it, c->process);
 	cur->pos = lower_bound(cur->events, (size_t)c->count, it->q.from);
-	cur->end =
-	        it->q.to ? lower_bound(cur->events, (size_t)c->count, it->q.to) : (size_t)c->count;
+	cur->end = end == UINT64_MAX ? (size_t)c->count
+	                             : lower_bound(cur->events, (size_t)c->count, end);
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 /* reader-private.h — the reader handle, shared by reader.c (open, tables,
- * statistics, replays), index-check.c (what the chunk index may hold),
+ * statistics, replays), reader-messages.c and reader-lookup.c (its
+ * messages and lookups), index-check.c (what the chunk index may hold),
  * chunk-load.c (a chunk's events, checked against its row), iter.c (the
  * ordered merge over chunks) and lifetimes.c (alloc/free pairing, peak live
  * bytes). */
@@ -36,6 +37,9 @@ struct mt_reader {
 	struct mt_replay_record *replays; /* loaded on first use */
 	size_t n_replays;
 	int replays_loaded;
+	uint64_t *complete_until; /* per process row (index as processes): its events
+	                             before it are complete; MT_TIME_UNKNOWN: all */
+	uint64_t earliest_until;  /* the smallest of them */
 	char message[FMT_MESSAGE_MAX];
 };
 
@@ -47,6 +51,10 @@ int fmt_reader_sql_fail(struct mt_reader *r, int rc, const char *what);
  * by the uint32_t id at byte `offset` of each (the reader's processes,
  * devices and strings), or NULL. */
 const void *fmt_find_id(const void *base, size_t n, size_t size, size_t offset, uint32_t id);
+
+/* The time before which the events of this process are complete
+ * (mt_reader_incomplete), MT_TIME_UNKNOWN when all are. */
+uint64_t fmt_complete_until(const struct mt_reader *r, uint32_t process);
 
 /* A row of the chunks table, without its blob. */
 struct fmt_chunk_row {
@@ -64,7 +72,7 @@ struct fmt_chunk_row {
  * returns -EBADMSG. */
 int fmt_chunk_corrupt(struct mt_reader *r, int64_t id, const char *why);
 
-/* Checks the chunk index when a trace is opened (FORMAT.md "Reading"):
+/* Checks the chunk index when a trace is opened (docs/FORMAT.md "Reading"):
  * every row has a known kind and codec, 1..MT_CHUNK_MAX_EVENTS events,
  * first_ts <= last_ts, a process and a device that are rows of their
  * tables, and no other row of the same process, device and kind starts at

@@ -202,13 +202,22 @@ static char *numbers(struct csv *c, const struct mt_event *ev, char *p, struct t
 	return p;
 }
 
+/* Appends ",TEXT" at p. */
+static char *text_field(char *p, struct text t)
+{
+	*p++ = ',';
+	memcpy(p, t.s, t.n);
+	return p + t.n;
+}
+
 static int row(struct csv *c, const struct mt_event *ev)
 {
 	struct text name = none, domain = none, site = none;
 	struct io_out *o = &c->o;
-	char *p = io_out_reserve(o, 512);
+	char *start = io_out_reserve(o, 512), *p;
+	size_t more;
 
-	p = numbers(c, ev, p, &name, &domain, &site);
+	p = numbers(c, ev, start, &name, &domain, &site);
 	if (!name.s || !domain.s || !site.s)
 		return -ENOMEM;
 	/* names that are constants go in with the numbers */
@@ -218,21 +227,29 @@ static int row(struct csv *c, const struct mt_event *ev)
 		                          : "unknown");
 	else if (ev->kind == MT_EVENT_MEMCPY || ev->kind == MT_EVENT_MEMSET)
 		p = name_field(p, copy_name(ev));
-	else
-		*p++ = ',';
+	more = name.n + domain.n + site.n + 4;
+	if (more <= 512 - (size_t)(p - start)) {
+		/* all of it fits in what was reserved */
+		if (ev->kind != MT_EVENT_POOL && ev->kind != MT_EVENT_MEMCPY &&
+		    ev->kind != MT_EVENT_MEMSET)
+			p = text_field(p, name);
+		p = text_field(p, domain);
+		p = text_field(p, site);
+		*p++ = '\n';
+		io_out_commit(o, p);
+		return 0;
+	}
 	io_out_commit(o, p);
-	io_out_bytes(o, name.s, name.n);
-	p = io_out_reserve(o, 1);
-	*p++ = ',';
-	io_out_commit(o, p);
+	if (ev->kind != MT_EVENT_POOL && ev->kind != MT_EVENT_MEMCPY &&
+	    ev->kind != MT_EVENT_MEMSET) {
+		io_out_char(o, ',');
+		io_out_bytes(o, name.s, name.n);
+	}
+	io_out_char(o, ',');
 	io_out_bytes(o, domain.s, domain.n);
-	p = io_out_reserve(o, 1);
-	*p++ = ',';
-	io_out_commit(o, p);
+	io_out_char(o, ',');
 	io_out_bytes(o, site.s, site.n);
-	p = io_out_reserve(o, 1);
-	*p++ = '\n';
-	io_out_commit(o, p);
+	io_out_char(o, '\n');
 	return 0;
 }
 

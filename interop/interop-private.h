@@ -229,30 +229,54 @@ static inline void io_out_commit(struct io_out *o, char *end)
 	o->n = (size_t)(end - o->buf);
 }
 
-/* Writes v in decimal at p (at most 20 bytes); returns the end. */
+/* Writes v in decimal at p (at most 20 bytes); returns the end. The
+ * digits go straight to their place, two at a time from the end. */
 static inline char *io_put_u64(char *p, uint64_t v)
 {
 	static const char pairs[] = "00010203040506070809101112131415161718192021222324"
 	                            "25262728293031323334353637383940414243444546474849"
 	                            "50515253545556575859606162636465666768697071727374"
 	                            "75767778798081828384858687888990919293949596979899";
-	char tmp[20];
-	int i = 20;
+	static const uint64_t pow10[20] = {
+		1ull,
+		10ull,
+		100ull,
+		1000ull,
+		10000ull,
+		100000ull,
+		1000000ull,
+		10000000ull,
+		100000000ull,
+		1000000000ull,
+		10000000000ull,
+		100000000000ull,
+		1000000000000ull,
+		10000000000000ull,
+		100000000000000ull,
+		1000000000000000ull,
+		10000000000000000ull,
+		100000000000000000ull,
+		1000000000000000000ull,
+		10000000000000000000ull,
+	};
+	/* digits: log10 from the bit length, then one comparison */
+	unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233 >> 12;
+	unsigned n = t + (v >= pow10[t]);
+	char *end = p + (n ? n : 1), *q = end;
 
 	while (v >= 100) {
 		unsigned r = (unsigned)(v % 100);
 		v /= 100;
-		i -= 2;
-		memcpy(tmp + i, pairs + 2 * r, 2);
+		q -= 2;
+		memcpy(q, pairs + 2 * r, 2);
 	}
 	if (v >= 10) {
-		i -= 2;
-		memcpy(tmp + i, pairs + 2 * v, 2);
+		q -= 2;
+		memcpy(q, pairs + 2 * v, 2);
 	} else {
-		tmp[--i] = (char)('0' + v);
+		*--q = (char)('0' + v);
 	}
-	memcpy(p, tmp + i, (size_t)(20 - i));
-	return p + 20 - i;
+	return end;
 }
 
 static inline void io_out_u64(struct io_out *o, uint64_t v)
@@ -314,6 +338,8 @@ void io_tree_free(struct io_tree *t);
 struct io_value *io_tree_value(struct io_tree *t, enum io_type type);
 /* A copy of n bytes in the arena; NULL when out of memory. */
 const char *io_tree_bytes(struct io_tree *t, const char *s, size_t n);
+/* Makes room for `items` more items (dict: pairs) at once; 0 or -ENOMEM. */
+int io_tree_reserve(struct io_tree *t, struct io_value *container, size_t items);
 /* Appends item to a list or tuple; 0 or -ENOMEM. */
 int io_tree_push(struct io_tree *t, struct io_value *container, struct io_value *item);
 /* Adds a key/value pair to a dict; 0 or -ENOMEM. */
@@ -388,7 +414,7 @@ void io_pk_stop(struct io_pickler *p);
 /* ---- live allocations while walking events --------------------------------- */
 
 /* The allocations open while walking alloc/free events in order, paired by
- * (process, device, layer, address) as FORMAT.md's lifetimes are: an alloc
+ * (process, device, layer, address) as docs/FORMAT.md's lifetimes are: an alloc
  * adds its bytes, a free removes the open allocation at its address (none:
  * nothing changes), an alloc over an open one leaves the earlier counted
  * forever. Per (device, layer) it keeps the bytes live. */

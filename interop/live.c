@@ -1,5 +1,5 @@
 /* live.c — the allocations open while events are walked in order, paired
- * as FORMAT.md's "Lifetimes" pairs them, with the bytes live per device and
+ * as docs/FORMAT.md's "Lifetimes" pairs them, with the bytes live per device and
  * layer. Holds only what is open: the memory of a streaming export is
  * bounded by the live set, not the trace.
  */

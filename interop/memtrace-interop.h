@@ -14,7 +14,8 @@
  * the caller's buffer: -EBADMSG input that is not what it claims or that a
  * reader refuses, -ENOTSUP a format that cannot do what is asked, -ENOMEM,
  * -EIO, or what the format library returned. Nothing here prints or exits.
- * Uses format and analyze; jansson for JSON, SQLite for Nsight exports.
+ * Uses format, analyze and replay (a replayed policy's segments as a
+ * snapshot); jansson for JSON, SQLite for Nsight exports.
  */
 #ifndef MEMTRACE_INTEROP_H
 #define MEMTRACE_INTEROP_H
@@ -93,10 +94,15 @@ struct mt_export_options {
 	const struct mt_interop_format *format; /* required */
 	uint32_t device;                        /* device row id; 0 = all */
 	bool kernels;                           /* perfetto, chrome: kernel slices too */
-	/* folded: the moment (ns since the device's first memory event);
-	 * at_set false = the peak of live bytes */
+	/* folded, and snapshot with policy: the moment (ns since the
+	 * device's first memory event); at_set false = the peak of live bytes
+	 * (folded) or of the policy's reserved bytes (snapshot) */
 	bool at_set;
 	uint64_t at;
+	/* snapshot: instead of the recorded allocator's, the segments and
+	 * blocks of this replay policy (a spec as memtrace replay takes it),
+	 * simulated on one device, at the moment; NULL = none */
+	const char *policy;
 	/* Called now and then with events written of the trace's total; may be
 	 * NULL. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);

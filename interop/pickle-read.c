@@ -216,6 +216,8 @@ static int append(struct machine *m, size_t first)
 	if (first == 0 || m->stack[first - 1]->type != IO_LIST)
 		return bad(m, "APPEND to something not a list");
 	list = m->stack[first - 1];
+	if (io_tree_reserve(m->t, list, m->sn - first) < 0)
+		return nomem(m);
 	for (size_t i = first; i < m->sn; i++)
 		if (io_tree_push(m->t, list, m->stack[i]) < 0)
 			return nomem(m);
@@ -232,6 +234,8 @@ static int setitems(struct machine *m, size_t first)
 	if ((m->sn - first) % 2)
 		return bad(m, "SETITEMS with a key and no value");
 	dict = m->stack[first - 1];
+	if (io_tree_reserve(m->t, dict, (m->sn - first) / 2) < 0)
+		return nomem(m);
 	for (size_t i = first; i < m->sn; i += 2)
 		if (io_tree_set(m->t, dict, m->stack[i], m->stack[i + 1]) < 0)
 			return nomem(m);

@@ -14,7 +14,7 @@
 #include "interop-private.h"
 
 struct io_pickler {
-	FILE *out;
+	struct io_out *o;
 	uint32_t memo;      /* entries so far */
 	struct io_map keys; /* key string (by address) → memo index */
 	char *fix;          /* a string with invalid UTF-8 repaired */
@@ -27,9 +27,12 @@ struct io_pickler *io_pickler_new(FILE *out)
 
 	if (!p)
 		return NULL;
-	p->out = out;
-	fputc(0x80, out); /* PROTO */
-	fputc(4, out);
+	if (!(p->o = io_out_new(out))) {
+		free(p);
+		return NULL;
+	}
+	io_out_char(p->o, (char)0x80); /* PROTO */
+	io_out_char(p->o, 4);
 	return p;
 }
 
@@ -37,25 +40,32 @@ void io_pickler_free(struct io_pickler *p)
 {
 	if (!p)
 		return;
+	io_out_flush(p->o);
+	free(p->o);
 	io_map_release(&p->keys);
 	free(p->fix);
 	free(p);
 }
 
-static void le(FILE *out, uint64_t v, unsigned n)
+static void le(struct io_out *o, uint64_t v, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++, v >>= 8)
-		fputc((int)(v & 0xff), out);
+		io_out_char(o, (char)(v & 0xff));
+}
+
+static void op(struct io_pickler *p, int code)
+{
+	io_out_char(p->o, (char)code);
 }
 
 void io_pk_none(struct io_pickler *p)
 {
-	fputc('N', p->out);
+	op(p, 'N');
 }
 
 void io_pk_bool(struct io_pickler *p, bool v)
 {
-	fputc(v ? 0x88 : 0x89, p->out);
+	op(p, v ? 0x88 : 0x89);
 }
 
 void io_pk_int(struct io_pickler *p, int64_t v)
@@ -63,21 +73,21 @@ void io_pk_int(struct io_pickler *p, int64_t v)
 	unsigned n = 1;
 
 	if (v >= 0 && v < 0x100) {
-		fputc('K', p->out); /* BININT1 */
-		fputc((int)v, p->out);
+		op(p, 'K'); /* BININT1 */
+		op(p, (int)v);
 	} else if (v >= 0 && v < 0x10000) {
-		fputc('M', p->out); /* BININT2 */
-		le(p->out, (uint64_t)v, 2);
+		op(p, 'M'); /* BININT2 */
+		le(p->o, (uint64_t)v, 2);
 	} else if (v >= INT32_MIN && v <= INT32_MAX) {
-		fputc('J', p->out); /* BININT */
-		le(p->out, (uint64_t)v, 4);
+		op(p, 'J'); /* BININT */
+		le(p->o, (uint64_t)v, 4);
 	} else {
 		/* LONG1: the fewest two's-complement bytes that keep the sign */
 		while (n < 8 && (v >> (8 * n - 1)) != 0 && (v >> (8 * n - 1)) != -1)
 			n++;
-		fputc(0x8a, p->out);
-		fputc((int)n, p->out);
-		le(p->out, (uint64_t)v, n);
+		op(p, 0x8a);
+		op(p, (int)n);
+		le(p->o, (uint64_t)v, n);
 	}
 }
 
@@ -86,9 +96,9 @@ void io_pk_float(struct io_pickler *p, double v)
 	uint64_t bits;
 
 	memcpy(&bits, &v, sizeof(bits));
-	fputc('G', p->out); /* BINFLOAT, big-endian */
+	op(p, 'G'); /* BINFLOAT, big-endian */
 	for (int i = 7; i >= 0; i--)
-		fputc((int)(bits >> (8 * i) & 0xff), p->out);
+		op(p, (int)(bits >> (8 * i) & 0xff));
 }
 
 void io_pk_uint(struct io_pickler *p, uint64_t v)
@@ -97,10 +107,10 @@ void io_pk_uint(struct io_pickler *p, uint64_t v)
 		io_pk_int(p, (int64_t)v);
 		return;
 	}
-	fputc(0x8a, p->out); /* LONG1, a ninth byte keeps it positive */
-	fputc(9, p->out);
-	le(p->out, v, 8);
-	fputc(0, p->out);
+	op(p, 0x8a); /* LONG1, a ninth byte keeps it positive */
+	op(p, 9);
+	le(p->o, v, 8);
+	op(p, 0);
 }
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
@@ -160,13 +170,13 @@ void io_pk_str(struct io_pickler *p, const char *s, size_t n)
 		}
 	}
 	if (n < 0x100) {
-		fputc(0x8c, p->out); /* SHORT_BINUNICODE */
-		fputc((int)n, p->out);
+		op(p, 0x8c); /* SHORT_BINUNICODE */
+		op(p, (int)n);
 	} else {
-		fputc('X', p->out); /* BINUNICODE */
-		le(p->out, n, 4);
+		op(p, 'X'); /* BINUNICODE */
+		le(p->o, n, 4);
 	}
-	fwrite(s, 1, n, p->out);
+	io_out_bytes(p->o, s, n);
 }
 
 void io_pk_cstr(struct io_pickler *p, const char *s)
@@ -189,52 +199,52 @@ void io_pk_key(struct io_pickler *p, const char *s)
 
 void io_pk_empty_dict(struct io_pickler *p)
 {
-	fputc('}', p->out);
+	op(p, '}');
 }
 
 void io_pk_empty_list(struct io_pickler *p)
 {
-	fputc(']', p->out);
+	op(p, ']');
 }
 
 void io_pk_mark(struct io_pickler *p)
 {
-	fputc('(', p->out);
+	op(p, '(');
 }
 
 void io_pk_setitems(struct io_pickler *p)
 {
-	fputc('u', p->out);
+	op(p, 'u');
 }
 
 void io_pk_appends(struct io_pickler *p)
 {
-	fputc('e', p->out);
+	op(p, 'e');
 }
 
 void io_pk_tuple2(struct io_pickler *p)
 {
-	fputc(0x86, p->out);
+	op(p, 0x86);
 }
 
 uint32_t io_pk_memoize(struct io_pickler *p)
 {
-	fputc(0x94, p->out);
+	op(p, 0x94);
 	return p->memo++;
 }
 
 void io_pk_get(struct io_pickler *p, uint32_t index)
 {
 	if (index < 0x100) {
-		fputc('h', p->out); /* BINGET */
-		fputc((int)index, p->out);
+		op(p, 'h'); /* BINGET */
+		op(p, (int)index);
 	} else {
-		fputc('j', p->out); /* LONG_BINGET */
-		le(p->out, index, 4);
+		op(p, 'j'); /* LONG_BINGET */
+		le(p->o, index, 4);
 	}
 }
 
 void io_pk_stop(struct io_pickler *p)
 {
-	fputc('.', p->out);
+	op(p, '.');
 }

@@ -28,6 +28,8 @@
 #include <jansson.h>
 
 #include "interop-private.h"
+#include "memtrace-analyze.h"
+#include "memtrace-replay.h"
 
 #define BATCH 1000 /* list items per APPENDS, as Python's pickler writes */
 #define MIN_BLOCK 512
@@ -674,6 +676,149 @@ static int write_traces(struct sx *s, const uint32_t *ids, size_t n)
 	return rc;
 }
 
+/* ---- a replayed policy's segments ------------------------------------------------- */
+
+struct stop {
+	struct sx *s;
+	struct final *f;
+	bool find_peak;
+	uint64_t best, best_pos; /* peak reserved and where first reached */
+	uint64_t until;          /* stop once the next event is later (MT_TIME_UNKNOWN: no) */
+	uint64_t stop_pos;       /* else stop at this position */
+	uint64_t at;             /* the moment written */
+	uint64_t reserved;       /* the policy's reserved bytes then */
+	bool walked;
+	int rc;
+};
+
+static int walked(void *data, bool is_segment, const struct mt_policy_block *b)
+{
+	struct stop *st = data;
+	struct final *f = st->f;
+	struct io_live_entry e = { .address = b->address,
+		                   .bytes = b->bytes,
+		                   .stream = b->stream,
+		                   .mem_kind = MT_MEM_DEVICE };
+
+	if (is_segment) {
+		e.layer = MT_LAYER_DRIVER;
+		if (io_grow((void **)&f->segs, &f->segcap, f->nsegs, sizeof(*f->segs)) < 0)
+			return st->rc = -ENOMEM;
+		f->segs[f->nsegs++] = e;
+	} else if (b->allocated) {
+		e.layer = (uint8_t)st->s->blocks_layer;
+		if (io_grow((void **)&f->blocks, &f->blockcap, f->nblocks, sizeof(*f->blocks)) < 0)
+			return st->rc = -ENOMEM;
+		f->blocks[f->nblocks++] = e;
+	}
+	return 0;
+}
+
+static int observe(void *data, const struct mt_replay_moment *m, struct mt_policy *p)
+{
+	struct stop *st = data;
+
+	if (st->find_peak) {
+		if (m->reserved > st->best) {
+			st->best = m->reserved;
+			st->best_pos = m->position;
+		}
+		return 0;
+	}
+	if (st->until != MT_TIME_UNKNOWN ? m->next_ts <= st->until : m->position < st->stop_pos)
+		return 0;
+	st->at = m->ts;
+	st->reserved = m->reserved;
+	st->walked = true;
+	if (p->ops->walk(p, walked, st) != 0 && st->rc >= 0)
+		st->rc = -EIO;
+	return 1;
+}
+
+/* The replayed policy's segments and blocks at the option's moment (or its
+ * peak of reserved bytes) into s->finals[0]. */
+static int policy_state(struct sx *s, uint32_t device, struct stop *st)
+{
+	struct mt_replay_options opt = { .policy = s->x->opt->policy,
+		                         .backend = MT_BACKEND_SIM,
+		                         .device = device,
+		                         .observe = observe,
+		                         .observe_data = st };
+	struct mt_request_stream *stream = NULL;
+	struct mt_replay_result res;
+	uint64_t t0 = 0, t1 = 0;
+	int rc;
+
+	st->s = s;
+	st->f = &s->finals[0];
+	st->until = MT_TIME_UNKNOWN;
+	rc = mt_request_stream_load(&stream, s->x->r, device, s->x->err, s->x->errlen);
+	if (rc >= 0 && s->x->opt->at_set) {
+		rc = mt_analyze_span(s->x->r, device, &t0, &t1);
+		st->until = t0 + s->x->opt->at;
+	} else if (rc >= 0) {
+		st->find_peak = true;
+		rc = mt_replay_run(stream, &opt, &res, s->x->err, s->x->errlen);
+		if (rc >= 0)
+			mt_replay_result_release(&res);
+		st->find_peak = false;
+		st->stop_pos = st->best_pos;
+	}
+	if (rc >= 0)
+		rc = mt_replay_run(stream, &opt, &res, s->x->err, s->x->errlen);
+	if (rc >= 0)
+		mt_replay_result_release(&res);
+	if (rc >= 0 && st->rc < 0)
+		rc = mt_fail(s->x->err, s->x->errlen, st->rc, "%s: walking the policy failed",
+		             s->x->opt->policy);
+	mt_request_stream_free(stream);
+	return rc;
+}
+
+/* A snapshot of a replayed policy's segments at one moment: no device
+ * traces (the policy places memory at addresses of its own), the segments
+ * and their blocks, and what it is in "memtrace_replay". */
+static int export_policy(struct sx *s, const uint32_t *ids, size_t n)
+{
+	struct stop st = { 0 };
+	int rc;
+
+	if (n != 1)
+		return mt_fail(s->x->err, s->x->errlen, -EINVAL,
+		               "a replayed policy's segments are one device's: name it with "
+		               "--device (the trace has %zu)",
+		               n);
+	rc = policy_state(s, ids[0], &st);
+	if (rc < 0)
+		return rc;
+	io_pk_empty_dict(s->pk);
+	io_pk_mark(s->pk);
+	io_pk_key(s->pk, "device_traces");
+	list_begin(s);
+	for (int64_t i = 0; i <= s->finals[0].index; i++) {
+		list_begin(s);
+		list_end(s);
+		list_item(s);
+	}
+	list_end(s);
+	io_pk_key(s->pk, "segments");
+	s->nfinals = 1;
+	rc = write_segments(s);
+	io_pk_key(s->pk, "memtrace_replay");
+	io_pk_empty_dict(s->pk);
+	io_pk_mark(s->pk);
+	io_pk_key(s->pk, "policy");
+	io_pk_cstr(s->pk, s->x->opt->policy);
+	io_pk_key(s->pk, "time_us");
+	io_pk_uint(s->pk, st.at / 1000);
+	io_pk_key(s->pk, "reserved");
+	io_pk_uint(s->pk, st.reserved);
+	io_pk_setitems(s->pk);
+	io_pk_setitems(s->pk);
+	io_pk_stop(s->pk);
+	return rc;
+}
+
 int io_snapshot_export(struct io_export *x)
 {
 	struct sx s = { .x = x };
@@ -683,9 +828,16 @@ int io_snapshot_export(struct io_export *x)
 	int rc;
 
 	s.pk = io_pickler_new(x->out);
-	if (!s.pk || (rc = mt_reader_request_layer(x->r, &s.blocks_layer)) < 0 ||
-	    (rc = plan_devices(&s, &ids, &n)) < 0) {
+	if (!s.pk || plan_devices(&s, &ids, &n) < 0) {
 		rc = mt_fail(x->err, x->errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = mt_reader_request_layer(x->r, &s.blocks_layer)) < 0) {
+		rc = mt_fail(x->err, x->errlen, rc, "%s", mt_reader_message(x->r));
+		goto out;
+	}
+	if (x->opt->policy) {
+		rc = export_policy(&s, ids, n);
 		goto out;
 	}
 	{

@@ -7,12 +7,19 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <jansson.h>
 
 #include "interop-private.h"
 
-#define CHUNK_BYTES (1u << 20)
+/* Chunks grow from 64 KiB to 64 MiB, each twice the one before: a small
+ * input stays small, and a large one takes few chunks, which ask for
+ * transparent huge pages (a large snapshot's tree is otherwise mostly
+ * page faults). */
+#define FIRST_CHUNK (64u << 10)
+#define LAST_CHUNK (64u << 20)
+#define HUGE_PAGE (2u << 20)
 
 struct chunk {
 	struct chunk *next;
@@ -22,11 +29,16 @@ struct chunk {
 
 struct io_tree {
 	struct chunk *chunks;
+	size_t next_size;
 };
 
 struct io_tree *io_tree_new(void)
 {
-	return calloc(1, sizeof(struct io_tree));
+	struct io_tree *t = calloc(1, sizeof(struct io_tree));
+
+	if (t)
+		t->next_size = FIRST_CHUNK;
+	return t;
 }
 
 void io_tree_free(struct io_tree *t)
@@ -41,29 +53,43 @@ void io_tree_free(struct io_tree *t)
 	free(t);
 }
 
+static struct chunk *new_chunk(size_t size)
+{
+	struct chunk *c = NULL;
+
+	if (size >= HUGE_PAGE) {
+		if (posix_memalign((void **)&c, HUGE_PAGE, sizeof(*c) + size) != 0)
+			return NULL;
+		madvise(c, sizeof(*c) + size, MADV_HUGEPAGE); /* a hint: failing is fine */
+	} else {
+		c = malloc(sizeof(*c) + size);
+	}
+	if (c) {
+		c->used = 0;
+		c->size = size;
+	}
+	return c;
+}
+
+/* Values are 8-byte aligned; strings need no alignment. */
 static void *arena_alloc(struct io_tree *t, size_t n)
 {
 	struct chunk *c = t->chunks;
-	size_t align = sizeof(max_align_t);
 
-	n = (n + align - 1) / align * align;
+	n = (n + 7) & ~(size_t)7;
 	if (!c || c->size - c->used < n) {
-		size_t size = n > CHUNK_BYTES / 4 ? n : CHUNK_BYTES;
-		struct chunk *fresh = malloc(sizeof(*fresh) + size);
+		size_t size = t->next_size;
+		struct chunk *fresh;
 
+		while (size < n)
+			size *= 2;
+		fresh = new_chunk(size);
 		if (!fresh)
 			return NULL;
-		fresh->used = 0;
-		fresh->size = size;
-		/* A chunk of its own for a large block goes behind the current
-		 * one, which keeps filling. */
-		if (c && size != CHUNK_BYTES) {
-			fresh->next = c->next;
-			c->next = fresh;
-		} else {
-			fresh->next = c;
-			t->chunks = fresh;
-		}
+		if (t->next_size < LAST_CHUNK)
+			t->next_size *= 2;
+		fresh->next = c;
+		t->chunks = fresh;
 		c = fresh;
 	}
 	void *p = (char *)c->data + c->used;
@@ -92,7 +118,7 @@ const char *io_tree_bytes(struct io_tree *t, const char *s, size_t n)
 }
 
 /* Makes room for `more` item slots in c. */
-static int reserve(struct io_tree *t, struct io_value *c, size_t used, size_t more)
+static int reserve_slots(struct io_tree *t, struct io_value *c, size_t used, size_t more)
 {
 	size_t cap = c->cap ? c->cap : 4;
 	struct io_value **items;
@@ -113,9 +139,16 @@ static int reserve(struct io_tree *t, struct io_value *c, size_t used, size_t mo
 	return 0;
 }
 
+int io_tree_reserve(struct io_tree *t, struct io_value *c, size_t items)
+{
+	size_t slots = c->type == IO_DICT ? 2 : 1;
+
+	return reserve_slots(t, c, (size_t)c->n * slots, items * slots);
+}
+
 int io_tree_push(struct io_tree *t, struct io_value *c, struct io_value *item)
 {
-	if (reserve(t, c, c->n, 1) < 0)
+	if (reserve_slots(t, c, c->n, 1) < 0)
 		return -ENOMEM;
 	c->items[c->n++] = item;
 	return 0;
@@ -125,7 +158,7 @@ int io_tree_set(struct io_tree *t, struct io_value *d, struct io_value *key, str
 {
 	size_t used = (size_t)d->n * 2;
 
-	if (reserve(t, d, used, 2) < 0)
+	if (reserve_slots(t, d, used, 2) < 0)
 		return -ENOMEM;
 	d->items[used] = key;
 	d->items[used + 1] = value;

@@ -5,7 +5,8 @@
  * alloc_failed event with the requested size, the API, the error and the
  * free device memory queried right after the failing call returned (outside
  * the failing call, on the same thread; cuMemGetInfo is not subscribed, so
- * nothing re-enters us); (2) each correlation id is mapped to the API that
+ * nothing re-enters us), followed by a reading of the device memory in use
+ * (rec_sample_failure); (2) each correlation id is mapped to the API that
  * made it, so MEMORY2 records say cudaMalloc or cuMemAlloc; (3) VMM mappings
  * (cuMemMap/cuMemUnmap) become alloc/free events, since CUPTI's memory
  * records see only the physical handle; (4) with --stacks, the call site of
@@ -233,6 +234,7 @@ static void failed(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUp
 	ev.failed.free_bytes = rec_device_free_bytes();
 	querying = 0;
 	rec_sink_push(&ev);
+	rec_sample_failure(ev.device);
 }
 
 static void vmm(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint32_t site)

@@ -1,7 +1,7 @@
 /* inject-device.c — what the recorder asks the driver and NVML directly:
- * device rows (name, uuid, total memory, driver and CUDA versions), free
- * memory at an allocation failure, stream ids, and the device memory in use
- * (inject-sample.c makes the readings). NVML (libnvidia-ml.so.1) gives what
+ * device rows (name, uuid, PCI bus id, total memory, driver and CUDA
+ * versions), free memory at an allocation failure, stream ids, and the
+ * device memory in use (inject-sample.c makes the readings). NVML (libnvidia-ml.so.1) gives what
  * nvidia-smi shows; without it cuMemGetInfo of the current context stands
  * in. Both libraries are loaded with dlopen: the injection library links
  * neither.
@@ -36,6 +36,7 @@ static struct {
 	CUresult (*device_get_name)(char *, int, CUdevice);
 	CUresult (*device_get_uuid)(CUuuid *, CUdevice);
 	CUresult (*device_total_mem)(size_t *, CUdevice);
+	CUresult (*device_pci_bus_id)(char *, int, CUdevice);
 	CUresult (*driver_get_version)(int *);
 	CUresult (*mem_get_info)(size_t *, size_t *);
 	CUresult (*ctx_get_current)(CUcontext *);
@@ -68,6 +69,8 @@ static void load(void)
 			        (CUresult(*)(CUuuid *, CUdevice))dlsym(cuda, "cuDeviceGetUuid");
 		lib.device_total_mem =
 		        (CUresult(*)(size_t *, CUdevice))dlsym(cuda, "cuDeviceTotalMem_v2");
+		lib.device_pci_bus_id =
+		        (CUresult(*)(char *, int, CUdevice))dlsym(cuda, "cuDeviceGetPCIBusId");
 		lib.driver_get_version = (CUresult(*)(int *))dlsym(cuda, "cuDriverGetVersion");
 		lib.mem_get_info = (CUresult(*)(size_t *, size_t *))dlsym(cuda, "cuMemGetInfo_v2");
 		lib.ctx_get_current = (CUresult(*)(CUcontext *))dlsym(cuda, "cuCtxGetCurrent");
@@ -99,25 +102,53 @@ static void format_uuid(const CUuuid *u, char *buf, size_t len)
 	         b[14], b[15]);
 }
 
+/* The uuid of a CUDA ordinal as NVML and the trace write it ("" if not
+ * known), and its CUdevice. */
+static CUdevice device_uuid(unsigned ordinal, char *uuid, size_t len)
+{
+	CUdevice dev;
+	CUuuid u;
+
+	uuid[0] = 0;
+	if (!lib.device_get || lib.device_get(&dev, (int)ordinal) != CUDA_SUCCESS)
+		dev = (CUdevice)ordinal;
+	if (lib.device_get_uuid && lib.device_get_uuid(&u, dev) == CUDA_SUCCESS)
+		format_uuid(&u, uuid, len);
+	return dev;
+}
+
+/* NVML's handle of a CUDA ordinal, found on first use (a reading may come
+ * before the device has a row); NULL without NVML. */
+static nvml_device_t nvml_of(unsigned ordinal)
+{
+	nvml_device_t h = __atomic_load_n(&lib.nvml_dev[ordinal], __ATOMIC_ACQUIRE);
+	char uuid[64];
+
+	if (h || !lib.nvml_ok)
+		return h;
+	device_uuid(ordinal, uuid, sizeof(uuid));
+	if (*uuid && lib.nvml_by_uuid(uuid, &h) == 0 && h)
+		__atomic_store_n(&lib.nvml_dev[ordinal], h, __ATOMIC_RELEASE);
+	return h;
+}
+
 uint32_t rec_device_row_locked(unsigned ordinal)
 {
 	struct mt_device d = { 0 };
-	char name[256] = "", uuid[64] = "", driver[80] = "", cuda_version[32] = "";
+	char name[256] = "", uuid[64] = "", driver[80] = "", cuda_version[32] = "", bus[32] = "";
 	CUdevice dev;
-	CUuuid u;
 	size_t total = 0;
 	int version = 0;
 	uint32_t id = 0;
 
 	pthread_once(&lib.once, load);
-	if (!lib.device_get || lib.device_get(&dev, (int)ordinal) != CUDA_SUCCESS)
-		dev = (CUdevice)ordinal;
+	dev = device_uuid(ordinal, uuid, sizeof(uuid));
 	if (lib.device_get_name)
 		lib.device_get_name(name, sizeof(name), dev);
-	if (lib.device_get_uuid && lib.device_get_uuid(&u, dev) == CUDA_SUCCESS)
-		format_uuid(&u, uuid, sizeof(uuid));
 	if (lib.device_total_mem)
 		lib.device_total_mem(&total, dev);
+	if (lib.device_pci_bus_id && lib.device_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS)
+		bus[0] = 0;
 	if (lib.driver_get_version && lib.driver_get_version(&version) == CUDA_SUCCESS)
 		snprintf(cuda_version, sizeof(cuda_version), "%d.%d", version / 1000,
 		         (version % 1000) / 10);
@@ -125,14 +156,15 @@ uint32_t rec_device_row_locked(unsigned ordinal)
 		lib.nvml_driver_version(driver, sizeof(driver));
 	if (!*driver)
 		snprintf(driver, sizeof(driver), "CUDA %s", cuda_version);
-	if (lib.nvml_ok && *uuid && ordinal < REC_MAX_DEVICES)
-		lib.nvml_by_uuid(uuid, &lib.nvml_dev[ordinal]);
+	if (ordinal < REC_MAX_DEVICES)
+		nvml_of(ordinal);
 	d.ordinal = ordinal;
 	d.total_bytes = total;
 	d.name = name;
 	d.uuid = uuid;
 	d.driver_version = driver;
 	d.cuda_version = cuda_version;
+	d.pci_bus_id = bus;
 	if (mt_writer_add_device(rec_state.writer, &d, &id) < 0) {
 		rec_warn("cannot write the trace: %s", mt_writer_message(rec_state.writer));
 		return 0;
@@ -187,15 +219,16 @@ uint64_t rec_device_seen(void)
 int rec_device_usage(unsigned ordinal, uint64_t *used, uint64_t *process)
 {
 	struct nvml_memory m;
+	nvml_device_t h;
 
 	pthread_once(&lib.once, load);
 	*used = *process = 0;
 	if (ordinal >= REC_MAX_DEVICES)
 		return -1;
-	if (lib.nvml_ok && lib.nvml_dev[ordinal] &&
-	    lib.nvml_memory(lib.nvml_dev[ordinal], &m) == 0) {
+	h = nvml_of(ordinal);
+	if (h && lib.nvml_memory(h, &m) == 0) {
 		*used = m.used;
-		*process = process_bytes(lib.nvml_dev[ordinal]);
+		*process = process_bytes(h);
 		return 0;
 	}
 	if (ordinal == 0) {

@@ -65,6 +65,7 @@ static void close_trace(void)
 	}
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	rec_torch_close();
+	rec_capture_update();
 	pthread_mutex_lock(&in->writer_lock);
 	rec_activity_close_ranges_locked();
 	commit_locked();
@@ -104,8 +105,10 @@ static void *flush_thread(void *arg)
 			rec_sample_devices();
 			last_sample = now;
 		}
+		rec_sample_pending();
 		if (atomic_load(&flush_request) == 1 || now - last_flush >= FLUSH_NS) {
 			int asked = atomic_load(&flush_request) == 1;
+			rec_capture_update();
 			flush(asked || rec_callbacks_memory_changed());
 			last_flush = now;
 			if (asked)
@@ -159,6 +162,7 @@ static void after_fork_child(void)
 	rec_state.thread_started = false;
 	rec_activity_after_fork_child();
 	rec_torch_after_fork_child();
+	rec_capture_after_fork_child();
 }
 
 int rec_flush_start(void)

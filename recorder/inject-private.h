@@ -57,8 +57,9 @@ struct rec_state {
 	bool kernels; /* CONCURRENT_KERNEL/MEMCPY/MEMSET wanted */
 	enum rec_stacks stacks;
 	unsigned sample_ms;
-	uint64_t dropped; /* CUPTI records dropped, all buffers */
-	uint64_t untimed; /* kernel/memcpy/memset records without timestamps, skipped */
+	bool moment_readings; /* readings at failures and peaks (MEMTRACE_MOMENT_READINGS) */
+	uint64_t dropped;     /* CUPTI records dropped, all buffers */
+	uint64_t untimed;     /* kernel/memcpy/memset records without timestamps, skipped */
 	pthread_t thread;
 	bool thread_started;
 };
@@ -82,8 +83,12 @@ bool rec_mine(void);
 /* ---- sink (inject-sink.c): the trace, the writer and the queue ---- */
 
 /* Opens the trace named by MEMTRACE_OUTPUT ('%p' becomes the pid), adds this
- * process's row and the run's meta. Returns 0 or -errno (after warning). */
-int rec_sink_open(void);
+ * process's row with its capture label and the run's meta. Returns 0 or
+ * -errno (after warning). */
+int rec_sink_open(const char *capture);
+/* Sets this process's capture label (and meta "capture" when it is a root
+ * process); takes writer_lock. */
+void rec_sink_set_capture(const char *capture);
 /* Appends an event whose device field holds a CUDA ordinal; called with
  * writer_lock held. Maps the ordinal to its device row. */
 void rec_sink_append_locked(struct mt_event *ev);
@@ -91,14 +96,24 @@ void rec_sink_append_locked(struct mt_event *ev);
 void rec_sink_push(const struct mt_event *ev);
 /* Interns a string; writer_lock held. 0 on failure. */
 uint32_t rec_sink_intern_locked(const char *s);
-/* Sets a meta key (writer_lock taken inside). */
-void rec_sink_set_meta(const char *key, const char *value);
 /* Moves the queue into the writer and commits what the writer buffers;
  * writer_lock held. */
 void rec_sink_commit_locked(void);
 /* Adds this process's counts (dropped and untimed records) to the meta,
  * stops recording and closes the writer; writer_lock held. */
 void rec_sink_close_locked(void);
+
+/* ---- capture label (inject-capture.c) ---- */
+
+/* The label this process starts with, into buf; at init, on the thread
+ * that started CUDA, before the trace is opened (rec_sink_open writes it).
+ * Reads the environment the label depends on, once. */
+void rec_capture_open(char *buf, size_t len);
+/* In a child forked without exec: makes the label's lock usable. */
+void rec_capture_after_fork_child(void);
+/* Decides the label again and writes it when it changed (the flushing
+ * thread, at each flush and at exit); writer_lock not held. */
+void rec_capture_update(void);
 
 /* ---- lifecycle (inject-flush.c): the top, drives every producer ---- */
 
@@ -149,6 +164,16 @@ int rec_device_usage(unsigned ordinal, uint64_t *used, uint64_t *process);
 
 /* Queues a sample event for each device in use (rec_device_usage). */
 void rec_sample_devices(void);
+/* A reading of a device right after a failed allocation on it (at most
+ * 100 per device and second); any thread. */
+void rec_sample_failure(unsigned ordinal);
+/* A reading of a device right after a segment allocation that raised the
+ * reserved peak (at most one per device every 10 ms; one asked for sooner
+ * is taken by rec_sample_pending); any thread, cheap when rate-limited. */
+void rec_sample_peak(unsigned ordinal);
+/* Takes the peak readings held back whose gap has passed (the flushing
+ * thread, at each tick). */
+void rec_sample_pending(void);
 /* CUPTI's id for a stream handle (0 = the current context's default). */
 uint32_t rec_device_stream_id(uint64_t stream);
 

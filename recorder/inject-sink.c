@@ -92,16 +92,7 @@ static void add_meta_locked(const char *key, uint64_t delta)
 		rec_warn("cannot write the trace: %s", mt_writer_message(rec_state.writer));
 }
 
-void rec_sink_set_meta(const char *key, const char *value)
-{
-	if (!rec_mine())
-		return;
-	pthread_mutex_lock(&rec_state.writer_lock);
-	set_meta_locked(key, value);
-	pthread_mutex_unlock(&rec_state.writer_lock);
-}
-
-int rec_sink_open(void)
+int rec_sink_open(const char *capture)
 {
 	struct rec_state *in = &rec_state;
 	struct mt_process proc = { 0 };
@@ -135,6 +126,7 @@ int rec_sink_open(void)
 	proc.start_ns = rec_now();
 	proc.command_line = cmdline ? cmdline : "";
 	proc.hostname = host;
+	proc.capture = capture;
 	/* The parent row is only ours to name if the parent process really
 	 * is our parent (not an unrelated program that inherited the env). */
 	if (parent && parent_pid && atol(parent_pid) == (long)getppid())
@@ -145,13 +137,12 @@ int rec_sink_open(void)
 		rec_warn("cannot write %s: %s", path, mt_writer_message(in->writer));
 	in->root = !proc.parent;
 	if (rc == 0 && !proc.parent) {
-		const char *capture = getenv("MEMTRACE_CAPTURE");
 		snprintf(start, sizeof(start), "%llu", (unsigned long long)wall_ns());
 		set_meta_locked("memtrace_version", MT_VERSION);
 		set_meta_locked("command_line", proc.command_line);
 		set_meta_locked("host", host);
 		set_meta_locked("start_ns", start);
-		set_meta_locked("capture", capture && *capture ? capture : "as-is");
+		set_meta_locked("capture", capture);
 		set_meta_locked("capture_env", getenv("MEMTRACE_CAPTURE_ENV"));
 		set_meta_locked("stacks", getenv("MEMTRACE_STACKS"));
 		add_meta_locked("dropped_records", 0); /* there from the start */
@@ -167,6 +158,20 @@ int rec_sink_open(void)
 	snprintf(start, sizeof(start), "%ld", (long)in->pid);
 	setenv("MEMTRACE_PARENT_PID", start, 1);
 	return 0;
+}
+
+void rec_sink_set_capture(const char *capture)
+{
+	struct rec_state *in = &rec_state;
+
+	if (!rec_mine())
+		return;
+	pthread_mutex_lock(&in->writer_lock);
+	if (mt_writer_set_process_capture(in->writer, in->process_row, capture) < 0)
+		rec_warn("cannot write the trace: %s", mt_writer_message(in->writer));
+	if (in->root)
+		set_meta_locked("capture", capture);
+	pthread_mutex_unlock(&in->writer_lock);
 }
 
 uint32_t rec_sink_intern_locked(const char *s)

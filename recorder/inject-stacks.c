@@ -2,7 +2,7 @@
  *
  * A call site is the allocating thread's stack, innermost frame first, one
  * frame per line, interned once into the trace's strings table (see
- * format/FORMAT.md, "strings").
+ * docs/FORMAT.md, "strings").
  * - native: return addresses from glibc's backtrace(), named with dladdr as
  *   "function+0xOFF (module)" or "module+0xOFF"; frames inside this library
  *   are left out. Stacks seen before are found by their return addresses in

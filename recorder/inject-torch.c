@@ -17,6 +17,8 @@
  *   on pool MT_TORCH_POOL (reserved and allocated bytes after the change).
  *   The segments themselves already are driver-layer events from CUPTI.
  * - OOM: a request-layer alloc_failed (free bytes as the allocator saw them).
+ * An OOM, and a segment that raises the reserved peak, are followed by a
+ * reading of the device memory in use (inject-sample.c), on this thread.
  *
  * The calling thread holds the allocator's lock, so it does only what must
  * happen there: the call site, the timestamp, the stream id (CUPTI's, from a
@@ -45,10 +47,9 @@ enum torch_action {
 	TORCH_OOM = 7,
 };
 
-/* Exported to the bridge and to recorder/python/sitecustomize.py. */
+/* Exported to the bridge. */
 void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
                           uint32_t site);
-void memtrace_set_capture(const char *capture);
 
 #define PENDING_SLOTS 65536 /* frees requested and not yet completed */
 #define STREAM_SLOTS 256
@@ -69,6 +70,12 @@ static struct pending pending[PENDING_SLOTS];
 static size_t pending_count;
 static uint64_t reserved[REC_MAX_DEVICES];
 static uint64_t allocated[REC_MAX_DEVICES];
+
+/* The reserved bytes as the producers see them, and their peak: a raise
+ * asks for a reading of the device (rec_sample_peak). Touched only by the
+ * calls for that device, which its allocator lock serializes. */
+static uint64_t producer_reserved[REC_MAX_DEVICES];
+static uint64_t producer_peak[REC_MAX_DEVICES];
 
 /* One ring per CUDA ordinal, made on first use and kept while the process
  * lives (a producer may be using it at any time). */
@@ -276,6 +283,29 @@ static struct rec_ring *ring_of(int device)
 	return r;
 }
 
+/* The readings of device memory an event asks for, taken after it is
+ * queued: at an OOM, and at a segment that raises the reserved peak. */
+static void reading_after(int action, int device, uint64_t bytes)
+{
+	switch (action) {
+	case TORCH_SEGMENT_ALLOC:
+	case TORCH_SEGMENT_MAP:
+		producer_reserved[device] += bytes;
+		if (producer_reserved[device] > producer_peak[device]) {
+			producer_peak[device] = producer_reserved[device];
+			rec_sample_peak((unsigned)device);
+		}
+		break;
+	case TORCH_SEGMENT_FREE:
+	case TORCH_SEGMENT_UNMAP:
+		producer_reserved[device] -= bytes;
+		break;
+	case TORCH_OOM:
+		rec_sample_failure((unsigned)device);
+		break;
+	}
+}
+
 __attribute__((visibility("default"))) void memtrace_torch_event(int action, int device,
                                                                  uint64_t address, uint64_t bytes,
                                                                  uint64_t stream, uint32_t site)
@@ -298,6 +328,7 @@ __attribute__((visibility("default"))) void memtrace_torch_event(int action, int
 	r = ring_of(device);
 	if (r)
 		rec_ring_push_wait(r, &rec, &lock, process, (void *)(uintptr_t)device);
+	reading_after(action, device, bytes);
 }
 
 /* lock held */
@@ -315,12 +346,6 @@ void rec_torch_drain(void)
 	pthread_mutex_lock(&lock);
 	drain_locked();
 	pthread_mutex_unlock(&lock);
-}
-
-/* Called by the Python side to say which capture it set up. */
-__attribute__((visibility("default"))) void memtrace_set_capture(const char *capture)
-{
-	rec_sink_set_meta("capture", capture);
 }
 
 void rec_torch_close(void)

@@ -53,6 +53,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	struct rec_state *in = &rec_state;
 	const char *kernels = getenv("MEMTRACE_KERNELS");
 	const char *stacks = getenv("MEMTRACE_STACKS");
+	char capture[256];
 	int rc;
 
 	in->kernels = !(kernels && !strcmp(kernels, "0"));
@@ -61,8 +62,10 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	             : !strcmp(stacks, "native") ? REC_STACKS_NATIVE
 	                                         : REC_STACKS_NONE;
 	in->sample_ms = env_unsigned("MEMTRACE_SAMPLE_MS", 50);
+	in->moment_readings = env_unsigned("MEMTRACE_MOMENT_READINGS", 1) != 0;
 	atomic_store(&in->enabled, true);
-	if (rec_sink_open() < 0)
+	rec_capture_open(capture, sizeof(capture));
+	if (rec_sink_open(capture) < 0)
 		return 1;
 	rc = rec_callbacks_start();
 	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {

@@ -1,22 +1,30 @@
-/* driver.c — the replay driver: feeds a request stream through one policy
- * on a fresh backend and measures (see memtrace-replay.h).
+/* driver.c — the replay driver: feeds a request stream through policies,
+ * each on a fresh backend, and measures (see memtrace-replay.h).
  *
- * Every alloc event asks the policy for memory; an -ENOMEM answer (the
+ * Every alloc step asks the policy for memory; an -ENOMEM answer (the
  * policy's own retry logic has run) is an OOM: counted, the first one
  * described, the request and its later free skipped. Any other error stops
- * the replay. Offline policies get every lifetime first through plan(), as
+ * that replay. Offline policies get every lifetime first through plan(), as
  * positions in replay order. The policy and then the backend are destroyed
- * before returning, whatever happened, so all device memory is released.
+ * before a replay ends, whatever happened, so all device memory is
+ * released.
+ *
+ * The steps come a chunk at a time: from memory (a stream built from
+ * events), or from one pass over the trace shared by every replay of the
+ * call (feed.c). Several replays run at once on threads of their own; a
+ * single one runs on the calling thread.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backend-private.h"
+#include "feed-private.h"
 #include "metrics-private.h"
 #include "request-stream-private.h"
 
@@ -27,53 +35,61 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static uint64_t event_ts(const struct mt_request_stream *s, uint32_t code)
-{
-	uint32_t r = RP_EVENT_REQUEST(code);
-	return RP_EVENT_IS_FREE(code) ? s->free_ts[r] : s->alloc_ts[r];
-}
-
-int rp_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *p)
-{
-	struct mt_plan_request *reqs = malloc((s->requests ? s->requests : 1) * sizeof(*reqs));
-	if (!reqs)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->requests; i++)
-		reqs[i] = (struct mt_plan_request){ 0, UINT64_MAX, s->bytes[i],
-			                            s->streams[s->stream[i]] };
-	for (size_t i = 0; i < s->nevents; i++) {
-		uint32_t c = s->events[i];
-		if (RP_EVENT_IS_FREE(c))
-			reqs[RP_EVENT_REQUEST(c)].end = i;
-		else
-			reqs[RP_EVENT_REQUEST(c)].start = i;
-	}
-	int rc = p->ops->plan(p, reqs, s->requests);
-	free(reqs);
-	return rc;
-}
-
-/* What the loop needs of one request, together: a free touches one cache
- * line of a request allocated long before, not three arrays. */
+/* What a replay keeps of a live request, by slot. */
 struct req {
 	uint64_t addr; /* while live, else 0 */
 	uint64_t bytes;
-	uint64_t stream;
 };
 
-/* Records the first OOM with the largest requests live at that moment. */
-static void first_oom(const struct mt_request_stream *s, const struct req *req, uint32_t r,
-                      uint64_t allocated, uint64_t reserved, struct mt_replay_oom *oom)
+/* One replay. */
+struct run {
+	const struct mt_request_stream *s;
+	const struct mt_replay_options *opt;
+	struct mt_replay_result *res;
+	const struct mt_plan_request *lifetimes; /* offline policies */
+	struct rp_feed *feed;                    /* the shared pass, or NULL: a cursor */
+	unsigned id;                             /* its consumer number in the feed */
+	bool report;                             /* calls opt->progress itself */
+	struct rp_cursor *cursor;
+	struct mt_backend *b;
+	struct mt_policy *p;
+	struct req *req; /* per slot */
+	struct rp_latency *lat;
+	struct rp_series series;
+	uint64_t live;             /* requested bytes live (served) */
+	bool peak_seen;            /* opt->at_peak was called */
+	uint64_t *iteration_calls; /* driver calls made before each iteration start */
+	size_t next_iteration;
+	uint64_t position; /* steps replayed */
+	uint64_t last_ts;  /* the last one's time */
+	bool finished;
+	int rc;
+	char *err;
+	size_t errlen;
+};
+
+static int fail(struct run *r, int rc, uint64_t i, const char *what)
 {
-	*oom = (struct mt_replay_oom){ .ts = s->alloc_ts[r],
-		                       .request = r,
-		                       .bytes = s->bytes[r],
-		                       .allocated = allocated,
-		                       .reserved = reserved };
-	for (size_t i = 0; i < s->requests; i++) {
-		if (!req[i].addr)
+	const char *m = r->b && rc != -EINTR ? mt_backend_message(r->b) : "";
+	r->res->events = i; /* events fully replayed */
+	snprintf(r->err, r->errlen, "%s at event %llu: %s", what, (unsigned long long)i,
+	         m[0] ? m : strerror(rc < 0 ? -rc : rc));
+	return rc;
+}
+
+/* Records the first OOM with the largest requests live at that moment. */
+static void first_oom(struct run *r, const struct rp_step *st)
+{
+	struct mt_replay_oom *oom = &r->res->first_oom;
+	*oom = (struct mt_replay_oom){ .ts = st->ts,
+		                       .request = RP_STEP_REQUEST(st->code),
+		                       .bytes = st->bytes,
+		                       .allocated = r->live,
+		                       .reserved = rp_backend_reserved_now(r->b) };
+	for (size_t i = 0; i < r->s->slots; i++) {
+		if (!r->req[i].addr)
 			continue;
-		uint64_t b = s->bytes[i];
+		uint64_t b = r->req[i].bytes;
 		for (size_t k = 0; k < MT_REPLAY_OOM_LARGEST; k++) {
 			if (b > oom->largest[k]) {
 				uint64_t t = oom->largest[k];
@@ -82,32 +98,6 @@ static void first_oom(const struct mt_request_stream *s, const struct req *req, 
 			}
 		}
 	}
-}
-
-struct run {
-	const struct mt_request_stream *s;
-	const struct mt_replay_options *opt;
-	struct mt_replay_result *res;
-	struct mt_backend *b;
-	struct mt_policy *p;
-	struct req *req; /* per request */
-	uint32_t *lat;   /* latency samples (ns) when measured */
-	size_t nlat;
-	struct rp_series series;
-	uint64_t peak_live;        /* live bytes actually served (less than the bound after OOMs) */
-	uint64_t *iteration_calls; /* driver calls made before each iteration start */
-	size_t next_iteration;
-	char *err;
-	size_t errlen;
-};
-
-static int fail(struct run *r, int rc, size_t i, const char *what)
-{
-	const char *m = r->b && rc != -EINTR ? mt_backend_message(r->b) : "";
-	r->res->events = i; /* events fully replayed */
-	snprintf(r->err, r->errlen, "%s at event %zu: %s", what, i,
-	         m[0] ? m : strerror(rc < 0 ? -rc : rc));
-	return rc;
 }
 
 static uint64_t driver_calls(const struct mt_backend *b)
@@ -138,98 +128,154 @@ static void steady_state(struct run *r)
 	        (double)(r->iteration_calls[n - 1] - r->iteration_calls[1]) / (double)(n - 2);
 }
 
-/* Replays event i. Returns 0 when applied, 1 when skipped (an OOM, or the
- * free of a request that got no memory), or a negative errno. */
-static int apply(struct run *r, size_t i, uint64_t *live)
+/* The live bytes have just reached the stream's peak, with st: shows the
+ * policy to opt->at_peak, once. */
+static int at_peak(struct run *r, const struct rp_step *st)
 {
-	const struct mt_request_stream *s = r->s;
-	const struct mt_policy_ops *ops = r->p->ops;
-	uint32_t c = s->events[i], q = RP_EVENT_REQUEST(c);
-	struct req *rq = &r->req[q];
+	struct mt_replay_moment m = {
+		.position = r->position + 1,
+		.ts = st->ts,
+		.next_ts = st->ts,
+		.allocated = r->live,
+		.reserved = rp_backend_reserved_now(r->b),
+	};
+	int rc = r->opt->at_peak(r->opt->at_peak_data, &m, r->p);
+	r->peak_seen = true;
+	return rc < 0 ? fail(r, rc, r->position, "observer failed") : 0;
+}
+
+/* Replays one step. Returns 0 when applied, 1 when skipped (an OOM, or the
+ * free of a request that got no memory), or a negative errno. */
+static int apply(struct run *r, const struct rp_step *st)
+{
+	struct req *rq = &r->req[st->slot];
 	int rc;
-	if (!RP_EVENT_IS_FREE(c)) {
-		rc = ops->alloc(r->p, rq->bytes, rq->stream, q, &rq->addr);
+	if (!RP_STEP_IS_FREE(st->code)) {
+		rc = r->p->ops->alloc(r->p, st->bytes, st->stream, RP_STEP_REQUEST(st->code),
+		                      &rq->addr);
 		if (rc == -ENOMEM) {
-			if (!r->res->oom_count++)
-				first_oom(s, r->req, q, *live, rp_backend_reserved_now(r->b),
-				          &r->res->first_oom);
 			rq->addr = 0;
+			if (!r->res->oom_count++)
+				first_oom(r, st);
 			return 1;
 		}
 		if (rc < 0)
-			return fail(r, rc, i, "allocation failed");
-		*live += rq->bytes;
-		if (*live > r->peak_live)
-			r->peak_live = *live;
+			return fail(r, rc, r->position, "allocation failed");
+		rq->bytes = st->bytes;
+		r->live += st->bytes;
 		if (r->p->allocated > r->res->peak_allocated_rounded)
 			r->res->peak_allocated_rounded = r->p->allocated;
+		if (r->opt->at_peak && !r->peak_seen && r->live >= r->s->peak_live)
+			return at_peak(r, st);
 		return 0;
 	}
 	if (!rq->addr)
 		return 1; /* its allocation failed */
-	rc = ops->free(r->p, rq->addr, rq->stream);
+	rc = r->p->ops->free(r->p, rq->addr, st->stream);
 	if (rc < 0)
-		return fail(r, rc, i, "free failed");
+		return fail(r, rc, r->position, "free failed");
 	rq->addr = 0;
-	*live -= rq->bytes;
+	r->live -= st->bytes;
 	return 0;
 }
 
-/* Shows the observer position i (i events replayed); > 0: stop there. */
-static int observe(struct run *r, size_t i, uint64_t live)
+/* Shows the observer the replay after r->position steps, the next one at
+ * next_ts; > 0: stop there. */
+static int observe(struct run *r, uint64_t next_ts)
 {
-	const struct mt_request_stream *s = r->s;
 	struct mt_replay_moment m = {
-		.position = i,
-		.ts = i ? event_ts(s, s->events[i - 1]) : 0,
-		.next_ts = i < s->nevents ? event_ts(s, s->events[i]) : UINT64_MAX,
-		.allocated = live,
+		.position = r->position,
+		.ts = r->position ? r->last_ts : 0,
+		.next_ts = next_ts,
+		.allocated = r->live,
 		.reserved = rp_backend_reserved_now(r->b),
 	};
 	int rc = r->opt->observe(r->opt->observe_data, &m, r->p);
 	if (rc > 0)
-		r->res->events = i;
-	return rc < 0 ? fail(r, rc, i, "observer failed") : rc;
+		r->res->events = r->position;
+	return rc < 0 ? fail(r, rc, r->position, "observer failed") : rc;
+}
+
+static int next_chunk(struct run *r, const struct rp_step **steps, size_t *n)
+{
+	int rc = r->feed ? rp_feed_next(r->feed, r->id, steps, n, r->err, r->errlen)
+	                 : rp_cursor_next(r->cursor, steps, n, r->err, r->errlen);
+	if (rc < 0)
+		r->res->events = r->position;
+	return rc;
+}
+
+/* Replays n steps; > 0: the observer stopped the replay. */
+static int replay_chunk(struct run *r, const struct rp_step *steps, size_t n)
+{
+	const struct mt_replay_options *opt = r->opt;
+	bool timed = r->lat != NULL;
+	uint64_t t0 = 0;
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		const struct rp_step *st = &steps[i];
+		if (opt->observe && (rc = observe(r, st->ts)) != 0)
+			return rc;
+		if (r->iteration_calls)
+			mark_iterations(r, st->ts);
+		if (timed)
+			t0 = now_ns();
+		if ((rc = apply(r, st)) < 0)
+			return rc;
+		if (rc == 0 && timed)
+			rp_latency_add(r->lat, now_ns() - t0);
+		if (rc == 0 && r->series.n)
+			rp_series_add(&r->series, st->ts, r->live, rp_backend_reserved_now(r->b));
+		r->position++;
+		r->last_ts = st->ts;
+	}
+	return 0;
+}
+
+/* Every ~1% of the events: interruption, and progress when this replay
+ * reports it. */
+static int check_in(struct run *r)
+{
+	const struct mt_replay_options *opt = r->opt;
+	__atomic_store_n(&r->res->events, r->position, __ATOMIC_RELAXED);
+	if (opt->interrupted && *opt->interrupted)
+		return fail(r, -EINTR, r->position, "interrupted");
+	if (r->report && opt->progress)
+		opt->progress(opt->progress_data, r->position, r->s->nevents);
+	return 0;
 }
 
 static int loop(struct run *r)
 {
-	const struct mt_request_stream *s = r->s;
-	uint64_t live = 0, step = s->nevents / 100 + 1, t0 = 0, next_check = 0;
-	bool timed = r->lat != NULL;
+	const struct mt_replay_options *opt = r->opt;
+	uint64_t step = r->s->nevents / 100 + 1, next_check = 0;
+	const struct rp_step *steps;
+	size_t n;
 	int rc;
-	if (r->opt->observe && (rc = observe(r, 0, live)) != 0)
-		return rc < 0 ? rc : 0;
-	for (size_t i = 0; i < s->nevents; i++) {
-		if (i == next_check) { /* every ~1%: progress and interruption */
-			next_check += step;
-			r->res->events = i; /* events fully replayed */
-			if (r->opt->progress)
-				r->opt->progress(r->opt->progress_data, i, s->nevents);
-			if (r->opt->interrupted && *r->opt->interrupted)
-				return fail(r, -EINTR, i, "interrupted");
+	while ((rc = next_chunk(r, &steps, &n)) == 0 && n) {
+		for (size_t done = 0; done < n;) {
+			if (r->position >= next_check) {
+				next_check = r->position + step;
+				if ((rc = check_in(r)) < 0)
+					return rc;
+			}
+			size_t take = n - done < next_check - r->position
+			                      ? n - done
+			                      : next_check - r->position;
+			if ((rc = replay_chunk(r, steps + done, take)) != 0)
+				return rc < 0 ? rc : 0;
+			done += take;
 		}
-		if (r->iteration_calls)
-			mark_iterations(r, event_ts(s, s->events[i]));
-		if (timed)
-			t0 = now_ns();
-		if ((rc = apply(r, i, &live)) < 0)
-			return rc;
-		if (rc == 0 && timed) {
-			uint64_t d = now_ns() - t0;
-			r->lat[r->nlat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
-		}
-		if (rc == 0 && r->series.n)
-			rp_series_add(&r->series, event_ts(s, s->events[i]), live,
-			              rp_backend_reserved_now(r->b));
-		if (r->opt->observe && (rc = observe(r, i + 1, live)) != 0)
-			return rc < 0 ? rc : 0;
 	}
-	r->res->events = s->nevents;
+	if (rc < 0)
+		return rc;
+	if (opt->observe && (rc = observe(r, UINT64_MAX)) != 0)
+		return rc < 0 ? rc : 0;
+	r->res->events = r->position;
 	if (r->iteration_calls)
 		steady_state(r);
-	if (r->opt->progress)
-		r->opt->progress(r->opt->progress_data, s->nevents, s->nevents);
+	if (r->report && opt->progress)
+		opt->progress(opt->progress_data, r->s->nevents, r->s->nevents);
 	return 0;
 }
 
@@ -247,62 +293,186 @@ static int setup(struct run *r)
 		return rc;
 	if (s->iterations && !(r->iteration_calls = malloc(s->iterations * sizeof(uint64_t))))
 		return -ENOMEM;
-	r->req = malloc((s->requests ? s->requests : 1) * sizeof(*r->req));
-	if (!r->req)
+	if (!(r->req = calloc(s->slots ? s->slots : 1, sizeof(*r->req))))
 		return -ENOMEM;
-	for (size_t i = 0; i < s->requests; i++)
-		r->req[i] = (struct req){ 0, s->bytes[i], s->streams[s->stream[i]] };
-	if (opt->measure_latency &&
-	    !(r->lat = malloc((s->nevents ? s->nevents : 1) * sizeof(*r->lat))))
+	if (opt->measure_latency && !(r->lat = calloc(1, sizeof(*r->lat))))
 		return -ENOMEM;
-	if (s->nevents &&
-	    (rc = rp_series_init(&r->series, opt->series_points, event_ts(s, s->events[0]),
-	                         event_ts(s, s->events[s->nevents - 1]))) < 0)
+	if (s->nevents && (rc = rp_series_init(&r->series, opt->series_points, s->t0, s->t1)) < 0)
 		return rc;
-	if ((r->p->ops->flags & MT_POLICY_OFFLINE) && (rc = rp_request_stream_plan(s, r->p)) < 0)
+	if (!r->feed && (rc = rp_cursor_open(s, &r->cursor, r->err, r->errlen)) < 0)
+		return rc;
+	if ((r->p->ops->flags & MT_POLICY_OFFLINE) &&
+	    (rc = r->p->ops->plan(r->p, r->lifetimes, s->requests)) < 0)
 		return fail(r, rc, 0, "planning failed");
+	return 0;
+}
+
+/* Ends a replay: everything released, the figures filled in. */
+static void teardown(struct run *r)
+{
+	struct mt_replay_result *res = r->res;
+	mt_policy_destroy(r->p);
+	if (r->b)
+		mt_backend_get_stats(r->b, &res->driver);
+	mt_backend_destroy(r->b);
+	res->peak_reserved = res->driver.peak_reserved;
+	if (r->lat) {
+		res->latency_p50_ns = rp_latency_quantile(r->lat, 0.50);
+		res->latency_p99_ns = rp_latency_quantile(r->lat, 0.99);
+	}
+	res->series = rp_series_finish(&r->series, &res->series_len);
+	rp_series_release(&r->series);
+	rp_cursor_close(r->cursor);
+	free(r->lat);
+	free(r->req);
+	free(r->iteration_calls);
+}
+
+/* One replay from setup to teardown; its status in r->rc. */
+static void *run_one(void *arg)
+{
+	struct run *r = arg;
+	int rc = setup(r);
+	if (rc == -ENOMEM && !r->err[0])
+		snprintf(r->err, r->errlen, "out of host memory");
+	if (rc == 0) {
+		double t = rp_thread_seconds();
+		rc = loop(r);
+		r->res->seconds = rp_thread_seconds() - t;
+	}
+	if (r->feed)
+		rp_feed_leave(r->feed, r->id);
+	teardown(r);
+	r->rc = rc;
+	__atomic_store_n(&r->finished, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static bool offline(const char *spec)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
+	const struct mt_policy_ops *ops = mt_policy_find(name);
+	return ops && (ops->flags & MT_POLICY_OFFLINE);
+}
+
+/* Runs the replays on threads of their own, telling opts[0].progress (on
+ * this thread) how far the slowest has come. */
+static int run_threads(struct run *runs, size_t n, char *err, size_t errlen)
+{
+	const struct mt_replay_options *opt = runs[0].opt;
+	pthread_t *t = calloc(n, sizeof(*t));
+	size_t started = 0;
+	int rc = 0;
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (; started < n; started++) {
+		if ((rc = pthread_create(&t[started], NULL, run_one, &runs[started])) != 0) {
+			snprintf(err, errlen, "cannot start a replay thread: %s", strerror(rc));
+			rc = -rc;
+			break;
+		}
+	}
+	for (bool all = false; !all && rc == 0;) {
+		uint64_t done = UINT64_MAX;
+		all = true;
+		for (size_t i = 0; i < n; i++) {
+			if (__atomic_load_n(&runs[i].finished, __ATOMIC_ACQUIRE))
+				continue;
+			uint64_t e = __atomic_load_n(&runs[i].res->events, __ATOMIC_RELAXED);
+			all = false;
+			done = e < done ? e : done;
+		}
+		if (!all && opt->progress)
+			opt->progress(opt->progress_data, done, runs[0].s->nevents);
+		if (!all)
+			nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+	}
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	return rc;
+}
+
+int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay_options *opts,
+                       size_t n, struct mt_replay_result *res, int *rcs, char *errs, size_t errlen)
+{
+	struct mt_plan_request *lifetimes = NULL;
+	struct run *runs = calloc(n ? n : 1, sizeof(*runs));
+	struct rp_feed *feed = NULL;
+	bool any_offline = false, any_cuda = false;
+	int rc = runs ? 0 : -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct run *r = runs ? &runs[i] : NULL;
+		memset(&res[i], 0, sizeof(res[i]));
+		rcs[i] = 0;
+		if (errlen)
+			errs[i * errlen] = '\0';
+		snprintf(res[i].policy, sizeof(res[i].policy), "%s", opts[i].policy);
+		snprintf(res[i].backend, sizeof(res[i].backend), "%s",
+		         opts[i].backend == MT_BACKEND_CUDA ? "cuda" : "sim");
+		res[i].peak_allocated = s->peak_live;
+		any_offline |= offline(opts[i].policy);
+		any_cuda |= opts[i].backend == MT_BACKEND_CUDA;
+		if (r)
+			*r = (struct run){ .s = s,
+				           .opt = &opts[i],
+				           .res = &res[i],
+				           .id = (unsigned)i,
+				           .report = n == 1,
+				           .err = errs + i * errlen,
+				           .errlen = errlen };
+	}
+	if (rc == 0 && n > 1 && any_cuda) {
+		/* one at a time: replays on one GPU would share its memory */
+		for (size_t i = 0; i < n && !(opts[0].interrupted && *opts[0].interrupted); i++)
+			rcs[i] = mt_replay_run_many(s, &opts[i], 1, &res[i], &rcs[i],
+			                            errs + i * errlen, errlen);
+		free(runs);
+		goto out;
+	}
+	if (rc == 0 && any_offline)
+		rc = rp_request_stream_lifetimes(s, &lifetimes, errs, errlen);
+	if (rc == 0 && s->reader && n)
+		rc = rp_feed_start(&feed, s, (unsigned)n, opts[0].interrupted, errs, errlen);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		runs[i].lifetimes = lifetimes;
+		runs[i].feed = feed;
+	}
+	if (rc == 0 && n == 1)
+		run_one(&runs[0]);
+	else if (rc == 0)
+		rc = run_threads(runs, n, errs, errlen);
+	double stream_seconds = rp_feed_stop(feed);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		rcs[i] = runs[i].rc;
+		res[i].stream_seconds = stream_seconds;
+	}
+	if (rc < 0) {
+		if (rc == -ENOMEM && errlen && !errs[0])
+			snprintf(errs, errlen, "out of host memory");
+		for (size_t i = 0; i < n; i++) {
+			rcs[i] = rc;
+			if (i)
+				snprintf(errs + i * errlen, errlen, "%s", errs);
+		}
+	}
+	free(lifetimes);
+	free(runs);
+out:
+	for (size_t i = 0; i < n; i++)
+		if (rcs[i] < 0)
+			return rcs[i];
 	return 0;
 }
 
 int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_options *opt,
                   struct mt_replay_result *res, char *err, size_t errlen)
 {
-	struct run r = { .s = s, .opt = opt, .res = res, .err = err, .errlen = errlen };
-	memset(res, 0, sizeof(*res));
-	if (errlen)
-		err[0] = '\0';
-	snprintf(res->policy, sizeof(res->policy), "%s", opt->policy);
-	snprintf(res->backend, sizeof(res->backend), "%s",
-	         opt->backend == MT_BACKEND_CUDA ? "cuda" : "sim");
-	res->peak_allocated = s->peak_live;
-	int rc = setup(&r);
-	if (rc == -ENOMEM && !err[0])
-		snprintf(err, errlen, "out of host memory");
-	if (rc == 0) {
-		uint64_t t = now_ns();
-		rc = loop(&r);
-		res->seconds = (double)(now_ns() - t) / 1e9;
-	}
-	mt_policy_destroy(r.p);
-	if (r.b)
-		mt_backend_get_stats(r.b, &res->driver);
-	mt_backend_destroy(r.b);
-	res->peak_reserved = res->driver.peak_reserved;
-	/* after OOMs the policy served less than the lower bound: measure
-	 * fragmentation against what it did serve */
-	uint64_t served = res->oom_count ? r.peak_live : res->peak_allocated;
-	res->fragmentation =
-	        res->peak_reserved ? 1.0 - (double)served / (double)res->peak_reserved : 0.0;
-	if (r.lat) {
-		res->latency_p50_ns = rp_quantile(r.lat, r.nlat, 0.50);
-		res->latency_p99_ns = rp_quantile(r.lat, r.nlat, 0.99);
-	}
-	res->series = rp_series_finish(&r.series, &res->series_len);
-	rp_series_release(&r.series);
-	free(r.lat);
-	free(r.req);
-	free(r.iteration_calls);
-	return rc;
+	int rc;
+	return mt_replay_run_many(s, opt, 1, res, &rc, err, errlen);
 }
 
 void mt_replay_result_release(struct mt_replay_result *res)

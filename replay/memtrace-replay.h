@@ -8,7 +8,7 @@
  * (libcuda loaded with dlopen, so the library runs where no driver exists).
  * A policy's logic is identical under both. The replay driver feeds each
  * device's recorded alloc/free stream, in recorded order, through a policy
- * and measures peak allocated/reserved, fragmentation, driver calls, OOMs
+ * and measures peak allocated/reserved, driver calls, OOMs
  * and (cuda) host latency.
  *
  * Errors are negative errno (-ENOMEM: out of device memory at the capacity,
@@ -217,12 +217,19 @@ struct mt_replay_options {
 	uint32_t device;      /* trace device row id to replay; 0 = the first with events */
 	size_t series_points; /* decimated series length to keep (0 = none) */
 	bool measure_latency; /* time each alloc/free (cuda) */
-	/* called every ~1% of events when set */
+	/* called every ~1% of events when set (see mt_replay_run_many) */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;
 	volatile int *interrupted;    /* stop early (SIGINT) when *interrupted != 0 */
 	mt_replay_observe_fn observe; /* NULL: none; slows the replay (tools, tests) */
 	void *observe_data;
+	/* NULL, or called once, right after the allocation with which the
+	 * requested bytes live first reach the stream's peak
+	 * (mt_request_stream_peak_live; never when OOMs kept them below it),
+	 * with the policy in that state; its return value is 0 or a negative
+	 * errno that fails the replay. Costs nothing at the other events. */
+	mt_replay_observe_fn at_peak;
+	void *at_peak_data;
 };
 
 #define MT_REPLAY_OOM_LARGEST 5
@@ -247,16 +254,20 @@ struct mt_replay_result {
 	 * `caching`: PyTorch's max_memory_allocated) */
 	uint64_t peak_allocated_rounded;
 	uint64_t peak_reserved;
-	double fragmentation; /* 1 - peak_allocated / peak_reserved (after OOMs: 1 -
-	                         peak of the live bytes served / peak_reserved) */
 	struct mt_backend_stats driver;
 	uint64_t oom_count;
 	struct mt_replay_oom first_oom;
 	/* host time of the policy's alloc and free calls together, driver
 	 * calls included (measure_latency; meant for cuda), else 0 */
-	uint64_t latency_p50_ns;
+	uint64_t latency_p50_ns; /* bucketed: within 1/64 of the true value */
 	uint64_t latency_p99_ns;
-	double seconds; /* wall time of the replay loop */
+	/* CPU time of the replay loop on its thread: the policy's own work and
+	 * the driver's, not the reading of the trace */
+	double seconds;
+	/* CPU time spent reading and ordering the trace's events for this run
+	 * (one pass shared by the replays of one mt_replay_run_many); 0 for a
+	 * stream built from events */
+	double stream_seconds;
 	/* Driver calls (alloc + free + map + unmap) per steady-state iteration:
 	 * iterations start where the trace's most frequent outermost NVTX range
 	 * starts (at least 3 of them); the first iteration (caches filling) is
@@ -267,23 +278,28 @@ struct mt_replay_result {
 	size_t series_len;
 };
 
-/* The requests of one device, in replay order, loaded once from a trace and
- * shared by any number of replays. */
+/* The requests of one device in replay order, shared by any number of
+ * replays. */
 struct mt_request_stream;
 
-/* Loads the request layer (or the driver layer when the trace has no
+/* Sets up the request layer (or the driver layer when the trace has no
  * requests) of `device` (0 = first device with alloc events): its alloc and
  * free events in recorded order, paired by (process, address). A free is
  * applied at its reuse time (ts + reuse_delay), merged into the order; a
  * free without an alloc is skipped; an alloc never freed stays live to the
  * end; an alloc at an address still live ends the earlier request there.
- * Also loads the iteration starts (see calls_per_iteration). Memory: about
- * 40 bytes per request. */
+ * Also loads the iteration starts (see calls_per_iteration).
+ *
+ * The events are not kept: loading reads them once for the figures below,
+ * and every replay reads them again as it goes, so memory is what is live
+ * at once plus a few chunks of events, not the trace's length. r must stay
+ * open while the stream is used, by one thread at a time. */
 int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
                            char *err, size_t errlen);
 /* Builds a stream from alloc/free events given in recorded order (as the
  * reader yields them), keeping those of `layer`, with the rules of
- * mt_request_stream_load. For tests, benchmarks and importers. */
+ * mt_request_stream_load. Its steps stay in memory (32 bytes an event).
+ * For tests, benchmarks and importers. */
 int mt_request_stream_from_events(struct mt_request_stream **out, const struct mt_event *events,
                                   size_t n, unsigned layer, char *err, size_t errlen);
 uint64_t mt_request_stream_events(const struct mt_request_stream *s);
@@ -296,11 +312,25 @@ uint64_t mt_request_stream_peak_live(const struct mt_request_stream *s);
 uint32_t mt_request_stream_device(const struct mt_request_stream *s);
 void mt_request_stream_free(struct mt_request_stream *s);
 
-/* Replays the stream through one policy. An OOM does not stop the replay
- * (the request is counted and skipped); a backend error does. Leaves the
- * backend's memory fully released. Returns 0 or a negative errno. */
+/* Replays the stream through one policy, on the calling thread (a stream
+ * loaded from a trace is read by a second thread meanwhile). An OOM does
+ * not stop the replay (the request is counted and skipped); a backend error
+ * does. Leaves the backend's memory fully released. Returns 0 or a negative
+ * errno. */
 int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_options *opt,
                   struct mt_replay_result *res, char *err, size_t errlen);
+
+/* Replays the stream through n policies at once (opts[i] into res[i]), each
+ * on a thread of its own, sharing one pass over the trace; the results are
+ * those of n calls of mt_replay_run. rcs[i] receives replay i's status and
+ * errs + i * errlen its message. progress and interrupted of opts[0] serve
+ * the whole run: progress is called on the calling thread with the events
+ * the slowest replay has done (every ~50 ms); interruption stops every
+ * replay. Replays on the cuda backend run one after the other (they would
+ * share one GPU's memory). Returns 0 when every replay returned 0, else the
+ * first negative rcs[i]. */
+int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay_options *opts,
+                       size_t n, struct mt_replay_result *res, int *rcs, char *errs, size_t errlen);
 
 /* Smallest capacity (to the granularity) on which the policy replays with
  * no OOM, by binary search between peak_allocated and hi. */

@@ -1,33 +1,76 @@
-/* request-stream-private.h — the request stream's layout, read by the
- * replay driver. Column arrays per request plus one 32-bit word per event:
- * (request index << 1) | is_free, in replay order. */
+/* request-stream-private.h — the request stream as the replay driver reads
+ * it: steps (one per event of the replay order) handed out a chunk at a
+ * time by a cursor, never the whole trace at once.
+ *
+ * A stream is either loaded from a trace (the reader stays open; each
+ * cursor makes one pass over the trace's alloc and free events and orders
+ * them as it goes, so what is resident is what is live plus one chunk) or
+ * built from an event array (its steps kept in memory, for tests, benches
+ * and importers). Loading makes one pass already, for the summary: how many
+ * events and requests, the first and last step times, the lower bound, the
+ * most slots live at once.
+ *
+ * A live request occupies a slot, a small number reused once its free has
+ * been replayed (a delayed free holds its slot until its reuse time), so a
+ * replay keeps its per-request state in a table as long as the most
+ * requests live at once, not as long as the trace.
+ */
 #ifndef MEMTRACE_REQUEST_STREAM_PRIVATE_H
 #define MEMTRACE_REQUEST_STREAM_PRIVATE_H
 
 #include "memtrace-replay.h"
 
-#define RP_EVENT_IS_FREE(code) ((code)&1u)
-#define RP_EVENT_REQUEST(code) ((code) >> 1)
-
-struct mt_request_stream {
-	uint32_t device;
-	size_t requests;
-	uint64_t *bytes;    /* per request */
-	uint64_t *alloc_ts; /* per request */
-	uint64_t *free_ts;  /* per request: time the free is applied; UINT64_MAX never */
-	uint32_t *stream;   /* per request: index into streams */
-	uint64_t *streams;  /* distinct recorded stream ids */
-	size_t nstreams;
-	uint32_t *events; /* replay order */
-	size_t nevents;
-	uint64_t peak_live;
-	uint64_t peak_ts;
-	uint64_t *iteration_ts; /* starts of the iterations, ascending */
-	size_t iterations;
+/* One event of the replay order. */
+struct rp_step {
+	uint64_t ts;     /* when it applies (a free: at its reuse time) */
+	uint64_t bytes;  /* the request's bytes */
+	uint64_t stream; /* the request's stream id */
+	uint32_t slot;   /* the request's slot */
+	uint32_t code;   /* (request number in alloc order << 1) | is_free */
 };
 
-/* Hands an offline policy every lifetime of the stream as positions in
- * replay order (its plan()); returns what plan returns, or -ENOMEM. */
-int rp_request_stream_plan(const struct mt_request_stream *s, struct mt_policy *p);
+#define RP_STEP_IS_FREE(code) ((code)&1u)
+#define RP_STEP_REQUEST(code) ((code) >> 1)
+
+struct mt_request_stream {
+	/* summary, from the pass that loaded or built it */
+	uint32_t device;
+	uint64_t nevents;
+	uint64_t requests;
+	uint64_t t0, t1; /* times of the first and last step */
+	uint64_t peak_live;
+	uint32_t slots; /* slots used: the most requests live at once, delayed frees included */
+	uint64_t *iteration_ts; /* starts of the iterations, ascending */
+	size_t iterations;
+	/* the steps: in memory (built from events), or read from a trace */
+	struct rp_step *steps;
+	struct mt_reader *reader;
+	unsigned layer;
+};
+
+/* A pass over a stream's steps, in replay order. */
+struct rp_cursor;
+
+/* Opens a pass. A stream loaded from a trace has one pass open at a time
+ * (its reader is not shared between threads). Returns 0 or a negative
+ * errno (message in err). */
+int rp_cursor_open(const struct mt_request_stream *s, struct rp_cursor **out, char *err,
+                   size_t errlen);
+/* The next steps: *steps points at *n of them (0 at the end), valid until
+ * the next call. Returns 0 or a negative errno (message in err). */
+int rp_cursor_next(struct rp_cursor *c, const struct rp_step **steps, size_t *n, char *err,
+                   size_t errlen);
+/* Accepts NULL. */
+void rp_cursor_close(struct rp_cursor *c);
+
+/* Steps a cursor hands out at a time (about; a chunk ends after the event
+ * that fills it). */
+#define RP_CHUNK_STEPS 16384
+
+/* Every lifetime of the stream as positions in replay order, indexed by
+ * request number (one pass; malloc'd, s->requests of them). Returns 0 or a
+ * negative errno (message in err). */
+int rp_request_stream_lifetimes(const struct mt_request_stream *s, struct mt_plan_request **out,
+                                char *err, size_t errlen);
 
 #endif /* MEMTRACE_REQUEST_STREAM_PRIVATE_H */

@@ -1,9 +1,12 @@
 /* request-stream.c — the request stream: one device's alloc/free events of
- * one layer in replay order, built once from a trace (or an event array)
- * and shared by any number of replays (see memtrace-replay.h for the
- * rules). Frees whose memory becomes reusable later (reuse_delay > 0) wait
- * in a min-heap keyed by reuse time and enter the order just before the
- * first recorded event at or after that time. */
+ * one layer in replay order (see memtrace-replay.h for the rules and
+ * request-stream-private.h for the steps). One builder orders them as they
+ * come: it pairs frees with allocs by (process, address), gives each live
+ * request a slot, and keeps frees whose memory becomes reusable later
+ * (reuse_delay > 0) in a min-heap keyed by reuse time; they enter the order
+ * just before the first recorded event at or after that time. Loading a
+ * trace runs the builder once for the summary; every cursor over a loaded
+ * stream runs it again over the trace, a chunk at a time. */
 #include "config.h"
 
 #include <errno.h>
@@ -17,19 +20,28 @@
 struct pending {
 	uint64_t time;
 	uint64_t seq; /* keeps equal times in free order */
+	uint32_t slot;
+};
+
+struct slot_info {
+	uint64_t bytes;
+	uint64_t stream;
 	uint32_t request;
 };
 
 struct builder {
-	struct mt_request_stream *s;
 	unsigned layer;
-	size_t req_cap, ev_cap, stream_cap;
-	struct rp_addrmap live;    /* (address, process) key -> request index + 1 */
-	struct rp_addrmap streams; /* stream id + 1 -> index */
+	struct rp_addrmap live; /* (address, process) key -> slot + 1 */
+	struct slot_info *slot; /* per slot */
+	size_t nslots, slot_cap;
+	uint32_t *spare; /* free slots, reused last freed first */
+	size_t nspare, spare_cap;
 	struct pending *heap;
 	size_t heap_len, heap_cap;
 	uint64_t seq;
-	uint64_t live_bytes;
+	uint64_t requests;
+	struct rp_step *out; /* steps emitted and not yet taken */
+	size_t nout, out_cap;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -85,22 +97,19 @@ static struct pending heap_pop(struct builder *bd)
 	return top;
 }
 
-static int emit(struct builder *bd, uint32_t request, bool is_free, uint64_t ts)
+/* Appends the step of slot's request; a free gives the slot back. */
+static int emit(struct builder *bd, uint32_t slot, bool is_free, uint64_t ts)
 {
-	struct mt_request_stream *s = bd->s;
-	if (grow((void **)&s->events, &bd->ev_cap, s->nevents + 1, sizeof(*s->events)) < 0)
+	const struct slot_info *si = &bd->slot[slot];
+	if (grow((void **)&bd->out, &bd->out_cap, bd->nout + 1, sizeof(*bd->out)) < 0)
 		return -ENOMEM;
-	s->events[s->nevents++] = (request << 1) | (is_free ? 1u : 0u);
-	if (is_free) {
-		bd->live_bytes -= s->bytes[request];
-		s->free_ts[request] = ts;
-	} else {
-		bd->live_bytes += s->bytes[request];
-		if (bd->live_bytes > s->peak_live) {
-			s->peak_live = bd->live_bytes;
-			s->peak_ts = ts;
-		}
-	}
+	bd->out[bd->nout++] = (struct rp_step){ ts, si->bytes, si->stream, slot,
+		                                (si->request << 1) | (is_free ? 1u : 0u) };
+	if (!is_free)
+		return 0;
+	if (grow((void **)&bd->spare, &bd->spare_cap, bd->nspare + 1, sizeof(*bd->spare)) < 0)
+		return -ENOMEM;
+	bd->spare[bd->nspare++] = slot;
 	return 0;
 }
 
@@ -109,83 +118,43 @@ static int flush_pending(struct builder *bd, uint64_t ts)
 {
 	while (bd->heap_len && bd->heap[0].time <= ts) {
 		struct pending p = heap_pop(bd);
-		int rc = emit(bd, p.request, true, p.time);
+		int rc = emit(bd, p.slot, true, p.time);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
 }
 
-static int stream_index(struct builder *bd, uint64_t stream, uint32_t *index)
-{
-	struct mt_request_stream *s = bd->s;
-	uint64_t v;
-	if (rp_addrmap_get(&bd->streams, stream + 1, &v)) {
-		*index = (uint32_t)v;
-		return 0;
-	}
-	if (grow((void **)&s->streams, &bd->stream_cap, s->nstreams + 1, sizeof(uint64_t)) < 0 ||
-	    rp_addrmap_put(&bd->streams, stream + 1, s->nstreams) < 0)
-		return -ENOMEM;
-	s->streams[s->nstreams] = stream;
-	*index = (uint32_t)s->nstreams++;
-	return 0;
-}
-
-static int free_request(struct builder *bd, uint32_t r, uint64_t ts, uint64_t delay)
+static int free_request(struct builder *bd, uint32_t slot, uint64_t ts, uint64_t delay)
 {
 	if (!delay)
-		return emit(bd, r, true, ts);
+		return emit(bd, slot, true, ts);
 	uint64_t t = ts + delay < ts ? UINT64_MAX - 1 : ts + delay;
-	return heap_push(bd, (struct pending){ t, bd->seq++, r });
-}
-
-/* Makes room for one more request in every per-request column. */
-static int grow_requests(struct builder *bd)
-{
-	struct mt_request_stream *s = bd->s;
-	if (s->requests < bd->req_cap)
-		return 0;
-	size_t n = bd->req_cap ? bd->req_cap * 2 : 1024;
-	void *p;
-	if (!(p = realloc(s->bytes, n * sizeof(uint64_t))))
-		return -ENOMEM;
-	s->bytes = p;
-	if (!(p = realloc(s->alloc_ts, n * sizeof(uint64_t))))
-		return -ENOMEM;
-	s->alloc_ts = p;
-	if (!(p = realloc(s->free_ts, n * sizeof(uint64_t))))
-		return -ENOMEM;
-	s->free_ts = p;
-	if (!(p = realloc(s->stream, n * sizeof(uint32_t))))
-		return -ENOMEM;
-	s->stream = p;
-	bd->req_cap = n;
-	return 0;
+	return heap_push(bd, (struct pending){ t, bd->seq++, slot });
 }
 
 static int add_alloc(struct builder *bd, const struct mt_event *ev, uint64_t key)
 {
-	struct mt_request_stream *s = bd->s;
 	uint64_t prev;
+	uint32_t slot;
 	int rc;
 	if (rp_addrmap_remove(&bd->live, key, &prev) &&
 	    (rc = emit(bd, (uint32_t)(prev - 1), true, ev->ts)) < 0)
 		return rc;
-	if (s->requests >= (1u << 31))
+	if (bd->requests >= (1u << 31))
 		return -E2BIG;
-	if ((rc = grow_requests(bd)) < 0)
-		return rc;
-	size_t n = s->requests;
-	if ((rc = stream_index(bd, ev->alloc.stream, &s->stream[n])) < 0)
-		return rc;
-	s->bytes[n] = ev->alloc.bytes;
-	s->alloc_ts[n] = ev->ts;
-	s->free_ts[n] = UINT64_MAX;
-	s->requests++;
-	if (rp_addrmap_put(&bd->live, key, n + 1) < 0)
+	if (bd->nspare) {
+		slot = bd->spare[--bd->nspare];
+	} else {
+		if (grow((void **)&bd->slot, &bd->slot_cap, bd->nslots + 1, sizeof(*bd->slot)) < 0)
+			return -ENOMEM;
+		slot = (uint32_t)bd->nslots++;
+	}
+	bd->slot[slot] =
+	        (struct slot_info){ ev->alloc.bytes, ev->alloc.stream, (uint32_t)bd->requests++ };
+	if (rp_addrmap_put(&bd->live, key, (uint64_t)slot + 1) < 0)
 		return -ENOMEM;
-	return emit(bd, (uint32_t)n, false, ev->ts);
+	return emit(bd, slot, false, ev->ts);
 }
 
 static int builder_add(struct builder *bd, const struct mt_event *ev)
@@ -202,58 +171,86 @@ static int builder_add(struct builder *bd, const struct mt_event *ev)
 		key = 1ull << 63;
 	if (ev->kind == MT_EVENT_ALLOC)
 		return add_alloc(bd, ev, key);
-	uint64_t r;
-	if (!rp_addrmap_remove(&bd->live, key, &r))
+	uint64_t slot;
+	if (!rp_addrmap_remove(&bd->live, key, &slot))
 		return 0; /* freed, never seen allocated: before tracing began */
-	return free_request(bd, (uint32_t)(r - 1), ev->ts, ev->alloc.reuse_delay);
+	return free_request(bd, (uint32_t)(slot - 1), ev->ts, ev->alloc.reuse_delay);
 }
 
-static int builder_init(struct builder *bd, unsigned layer)
+static void builder_release(struct builder *bd)
 {
+	rp_addrmap_release(&bd->live);
+	free(bd->slot);
+	free(bd->spare);
+	free(bd->heap);
+	free(bd->out);
 	memset(bd, 0, sizeof(*bd));
-	bd->layer = layer;
-	bd->s = calloc(1, sizeof(*bd->s));
-	return bd->s ? 0 : -ENOMEM;
 }
 
-/* Ends the build: applies the remaining delayed frees, trims the arrays. */
-static int builder_finish(struct builder *bd, struct mt_request_stream **out)
+/* ---- the summary ---- */
+
+struct summary {
+	struct mt_request_stream *s;
+	uint64_t live;
+};
+
+static void summarize(struct summary *sum, const struct rp_step *steps, size_t n)
+{
+	struct mt_request_stream *s = sum->s;
+	for (size_t i = 0; i < n; i++) {
+		const struct rp_step *st = &steps[i];
+		if (!s->nevents++)
+			s->t0 = st->ts;
+		if (RP_STEP_IS_FREE(st->code)) {
+			sum->live -= st->bytes;
+		} else {
+			sum->live += st->bytes;
+			if (sum->live > s->peak_live)
+				s->peak_live = sum->live;
+		}
+	}
+	if (n)
+		s->t1 = steps[n - 1].ts;
+}
+
+/* Ends a summarised pass: applies the remaining delayed frees. */
+static int finish_summary(struct builder *bd, struct summary *sum)
 {
 	int rc = flush_pending(bd, UINT64_MAX);
-	rp_addrmap_release(&bd->live);
-	rp_addrmap_release(&bd->streams);
-	free(bd->heap);
-	if (rc < 0) {
-		mt_request_stream_free(bd->s);
+	if (rc < 0)
 		return rc;
-	}
-	*out = bd->s;
+	summarize(sum, bd->out, bd->nout);
+	sum->s->requests = bd->requests;
+	sum->s->slots = (uint32_t)bd->nslots;
 	return 0;
-}
-
-static void builder_abort(struct builder *bd)
-{
-	struct mt_request_stream *s = NULL;
-	bd->heap_len = 0;
-	if (builder_finish(bd, &s) == 0)
-		mt_request_stream_free(s);
 }
 
 int mt_request_stream_from_events(struct mt_request_stream **out, const struct mt_event *events,
                                   size_t n, unsigned layer, char *err, size_t errlen)
 {
-	struct builder bd;
-	int rc = builder_init(&bd, layer);
+	struct builder bd = { .layer = layer };
+	struct mt_request_stream *s = calloc(1, sizeof(*s));
+	struct summary sum = { s, 0 };
+	int rc = s ? 0 : -ENOMEM;
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		rc = builder_add(&bd, &events[i]);
+	if (rc == 0)
+		rc = finish_summary(&bd, &sum);
 	if (rc < 0) {
-		if (bd.s)
-			builder_abort(&bd);
+		builder_release(&bd);
+		free(s);
 		snprintf(err, errlen, "building the request stream: %s", strerror(-rc));
 		return rc;
 	}
-	return builder_finish(&bd, out);
+	s->layer = layer;
+	s->steps = bd.out; /* the steps stay, in memory */
+	bd.out = NULL;
+	builder_release(&bd);
+	*out = s;
+	return 0;
 }
+
+/* ---- loading a trace ---- */
 
 /* The first device (in id order) with alloc events, or 0. */
 static int first_device(struct mt_reader *r, uint32_t *device)
@@ -322,13 +319,30 @@ static int load_iterations(struct mt_reader *r, struct mt_request_stream *s)
 	return 0;
 }
 
+static int open_events(const struct mt_request_stream *s, struct mt_iter **it)
+{
+	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC) | MT_KIND_BIT(MT_EVENT_FREE),
+		              .device = s->device };
+	return mt_reader_iter(s->reader, &q, it);
+}
+
+/* A message for rc: the reader's own, or what rc says. */
+static int reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s",
+	         rc == -ENOMEM || rc == -E2BIG ? strerror(-rc) : mt_reader_message(r));
+	return rc;
+}
+
 int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
                            char *err, size_t errlen)
 {
 	unsigned layer;
 	struct mt_iter *it = NULL;
 	struct mt_event ev;
-	struct builder bd;
+	struct builder bd = { 0 };
+	struct mt_request_stream *s;
+	struct summary sum;
 	int rc = mt_reader_request_layer(r, &layer);
 	if (rc == 0 && !device)
 		rc = first_device(r, &device);
@@ -342,28 +356,134 @@ int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, 
 		         device);
 		return -ENOENT;
 	}
-	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC) | MT_KIND_BIT(MT_EVENT_FREE),
-		              .device = device };
-	if ((rc = builder_init(&bd, layer)) < 0 || (rc = mt_reader_iter(r, &q, &it)) < 0)
+	if (!(s = calloc(1, sizeof(*s))))
+		return reader_fail(r, -ENOMEM, err, errlen);
+	s->device = device;
+	s->reader = r;
+	s->layer = layer;
+	sum = (struct summary){ s, 0 };
+	bd.layer = layer;
+	if ((rc = open_events(s, &it)) < 0)
 		goto fail;
-	while ((rc = mt_iter_next(it, &ev)) > 0)
+	while ((rc = mt_iter_next(it, &ev)) > 0) {
 		if ((rc = builder_add(&bd, &ev)) < 0)
 			goto fail;
-	if (rc < 0)
+		if (bd.nout >= RP_CHUNK_STEPS) {
+			summarize(&sum, bd.out, bd.nout);
+			bd.nout = 0;
+		}
+	}
+	if (rc < 0 || (rc = finish_summary(&bd, &sum)) < 0 || (rc = load_iterations(r, s)) < 0)
 		goto fail;
 	mt_iter_free(it);
-	it = NULL;
-	bd.s->device = device;
-	if ((rc = load_iterations(r, bd.s)) < 0)
-		goto fail;
-	return builder_finish(&bd, out);
+	builder_release(&bd);
+	*out = s;
+	return 0;
 fail:
 	mt_iter_free(it);
-	if (bd.s)
-		builder_abort(&bd);
-	snprintf(err, errlen, "%s",
-	         rc == -ENOMEM || rc == -E2BIG ? strerror(-rc) : mt_reader_message(r));
-	return rc;
+	builder_release(&bd);
+	mt_request_stream_free(s);
+	return reader_fail(r, rc, err, errlen);
+}
+
+/* ---- cursors ---- */
+
+struct rp_cursor {
+	const struct mt_request_stream *s;
+	size_t next;        /* in memory: the next step */
+	struct mt_iter *it; /* from a trace: the events, NULL once read */
+	struct builder bd;  /* from a trace: the steps as they come */
+	bool flushed;       /* from a trace: the delayed frees at the end emitted */
+};
+
+int rp_cursor_open(const struct mt_request_stream *s, struct rp_cursor **out, char *err,
+                   size_t errlen)
+{
+	struct rp_cursor *c = calloc(1, sizeof(*c));
+	int rc;
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	c->s = s;
+	c->bd.layer = s->layer;
+	if (s->reader && (rc = open_events(s, &c->it)) < 0) {
+		free(c);
+		return reader_fail(s->reader, rc, err, errlen);
+	}
+	*out = c;
+	return 0;
+}
+
+int rp_cursor_next(struct rp_cursor *c, const struct rp_step **steps, size_t *n, char *err,
+                   size_t errlen)
+{
+	const struct mt_request_stream *s = c->s;
+	struct mt_event ev;
+	int rc = 0;
+	if (!s->reader) {
+		size_t left = s->nevents - c->next;
+		*steps = s->steps + c->next;
+		*n = left < RP_CHUNK_STEPS ? left : RP_CHUNK_STEPS;
+		c->next += *n;
+		return 0;
+	}
+	c->bd.nout = 0;
+	while (c->bd.nout < RP_CHUNK_STEPS && c->it) {
+		if ((rc = mt_iter_next(c->it, &ev)) == 0) { /* the end of the events */
+			mt_iter_free(c->it);
+			c->it = NULL;
+		} else if (rc < 0 || (rc = builder_add(&c->bd, &ev)) < 0) {
+			return reader_fail(s->reader, rc, err, errlen);
+		}
+	}
+	if (!c->it && c->bd.nout < RP_CHUNK_STEPS && !c->flushed) {
+		c->flushed = true;
+		if ((rc = flush_pending(&c->bd, UINT64_MAX)) < 0)
+			return reader_fail(s->reader, rc, err, errlen);
+	}
+	*steps = c->bd.out;
+	*n = c->bd.nout;
+	return 0;
+}
+
+void rp_cursor_close(struct rp_cursor *c)
+{
+	if (!c)
+		return;
+	mt_iter_free(c->it);
+	builder_release(&c->bd);
+	free(c);
+}
+
+int rp_request_stream_lifetimes(const struct mt_request_stream *s, struct mt_plan_request **out,
+                                char *err, size_t errlen)
+{
+	struct mt_plan_request *reqs = malloc((s->requests ? s->requests : 1) * sizeof(*reqs));
+	struct rp_cursor *c = NULL;
+	const struct rp_step *steps;
+	uint64_t pos = 0;
+	size_t n;
+	int rc = reqs ? rp_cursor_open(s, &c, err, errlen) : -ENOMEM;
+	while (rc == 0 && (rc = rp_cursor_next(c, &steps, &n, err, errlen)) == 0 && n) {
+		for (size_t i = 0; i < n; i++, pos++) {
+			struct mt_plan_request *q = &reqs[RP_STEP_REQUEST(steps[i].code)];
+			if (RP_STEP_IS_FREE(steps[i].code))
+				q->end = pos;
+			else
+				*q = (struct mt_plan_request){ pos, UINT64_MAX, steps[i].bytes,
+					                       steps[i].stream };
+		}
+	}
+	rp_cursor_close(c);
+	if (rc < 0) {
+		if (rc == -ENOMEM)
+			snprintf(err, errlen, "out of memory");
+		free(reqs);
+		return rc;
+	}
+	*out = reqs;
+	return 0;
 }
 
 uint64_t mt_request_stream_events(const struct mt_request_stream *s)
@@ -378,7 +498,7 @@ uint64_t mt_request_stream_requests(const struct mt_request_stream *s)
 
 uint64_t mt_request_stream_start(const struct mt_request_stream *s)
 {
-	return s->requests ? s->alloc_ts[0] : 0;
+	return s->nevents ? s->t0 : 0;
 }
 
 uint64_t mt_request_stream_peak_live(const struct mt_request_stream *s)
@@ -395,12 +515,7 @@ void mt_request_stream_free(struct mt_request_stream *s)
 {
 	if (!s)
 		return;
-	free(s->bytes);
-	free(s->alloc_ts);
-	free(s->free_ts);
-	free(s->stream);
-	free(s->streams);
-	free(s->events);
+	free(s->steps);
 	free(s->iteration_ts);
 	free(s);
 }

@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,19 +343,35 @@ static int write_phases(struct ctx *c)
 	return 0;
 }
 
+/* The OOMs the program saw (mt_failure_roles): one marker each, with the
+ * driver attempts behind it counted. */
 static int write_ooms(struct ctx *c)
 {
 	const struct mt_analysis *d = &c->rep.data;
+	struct mt_report_failure *roles = calloc(d->nfails + 1, sizeof(*roles));
 	json_t *arr = json_array();
-	size_t i;
+	size_t i, k, nooms = 0;
 
-	if (!arr)
+	if (!arr || !roles || mt_failure_roles(d, roles, &nooms) < 0) {
+		json_decref(arr);
+		free(roles);
 		return oom(c);
-	for (i = 0; i < d->nfails; i++)
-		json_array_append_new(arr, json_pack("{s:I, s:I, s:I}", "t",
+	}
+	for (i = 0; i < d->nfails; i++) {
+		size_t attempts = 0;
+
+		if (roles[i].role != MT_FAILURE_OOM)
+			continue;
+		for (k = 0; k < d->nfails; k++)
+			attempts +=
+			        roles[k].role == MT_FAILURE_ATTEMPT && roles[k].oom == roles[i].oom;
+		json_array_append_new(arr, json_pack("{s:I, s:I, s:I, s:I}", "t",
 		                                     (json_int_t)(d->fails[i].ts - d->t0), "bytes",
 		                                     (json_int_t)d->fails[i].bytes, "free",
-		                                     (json_int_t)d->fails[i].free_bytes));
+		                                     (json_int_t)d->fails[i].free_bytes, "attempts",
+		                                     (json_int_t)attempts));
+	}
+	free(roles);
 	json_object_set_new(c->meta, "ooms", arr);
 	return 0;
 }
@@ -425,6 +442,16 @@ static size_t map_moments(struct ctx *c, uint64_t *at)
 	return m;
 }
 
+/* "#rrggbb" of the policy's colour in every picture (vw_policy_color). */
+static const char *policy_color(const char *spec, char *buf, size_t len)
+{
+	struct vw_rgb rgb = vw_policy_color(spec);
+
+	snprintf(buf, len, "#%02x%02x%02x", (unsigned)lround(rgb.r * 255),
+	         (unsigned)lround(rgb.g * 255), (unsigned)lround(rgb.b * 255));
+	return buf;
+}
+
 static int write_policies(struct ctx *c, const struct mt_render_options *o)
 {
 	struct vw_policy_run *runs = NULL;
@@ -445,7 +472,7 @@ static int write_policies(struct ctx *c, const struct mt_render_options *o)
 	}
 	for (i = 0; i < nruns; i++) {
 		struct vw_point *p = malloc((runs[i].npoints + 1) * sizeof(*p));
-		char name[32], vname[32];
+		char name[32], vname[32], color[8];
 		size_t j, m = 0;
 
 		if (!p) {
@@ -460,10 +487,13 @@ static int write_policies(struct ctx *c, const struct mt_render_options *o)
 		snprintf(vname, sizeof(vname), "pol%zu.v", i);
 		vw_html_series(c->b, name, vname, p, m);
 		free(p);
-		json_array_append_new(pols, json_pack("{s:s, s:b, s:I, s:I}", "name", runs[i].name,
-		                                      "saved", runs[i].saved, "peak_reserved",
-		                                      (json_int_t)runs[i].peak_reserved,
-		                                      "oom_count", (json_int_t)runs[i].oom_count));
+		json_array_append_new(pols,
+		                      json_pack("{s:s, s:b, s:I, s:I, s:s, s:s}", "name",
+		                                runs[i].name, "saved", runs[i].saved,
+		                                "peak_reserved", (json_int_t)runs[i].peak_reserved,
+		                                "oom_count", (json_int_t)runs[i].oom_count,
+		                                "conditions", runs[i].conditions, "color",
+		                                policy_color(runs[i].name, color, sizeof(color))));
 	}
 	nat = map_moments(c, at);
 	for (set = 0; set <= nruns && rc == 0; set++) {
@@ -510,25 +540,23 @@ static int describe(struct ctx *c, const char *trace_name)
 	const struct vw_trace *t = &c->t;
 	const struct mt_anatomy *an = &c->rep.anatomy;
 	char subtitle[512], t0[32];
+	json_t *d;
+	int rc;
 
 	vw_trace_subtitle(t, trace_name, subtitle, sizeof(subtitle));
 	snprintf(t0, sizeof(t0), "%llu", (unsigned long long)t->t0);
-	return json_object_update(
-	               c->meta,
-	               json_pack(
-	                       "{s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:b, s:b, s:I, s:I}",
-	                       "trace", trace_name ? trace_name : "trace", "subtitle", subtitle,
-	                       "device_name",
-	                       t->dev->name && *t->dev->name ? t->dev->name : "unknown GPU",
-	                       "device_total", (json_int_t)t->dev->total_bytes, "t0", t0, "span",
-	                       (json_int_t)(t->t1 - t->t0 + 1), "layer", (json_int_t)t->layer,
-	                       "peak_bytes", (json_int_t)c->rep.peak_bytes, "peak_at",
-	                       (json_int_t)(c->rep.peak_at - t->t0), "segments", t->nseg > 0,
-	                       "cache_known", an->cache_known, "raw_max",
-	                       (json_int_t)VW_HTML_RAW_MAX, "checkpoint",
-	                       (json_int_t)VW_HTML_CHECKPOINT)) < 0
-	               ? oom(c)
-	               : 0;
+	d = json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:b, s:b, s:I, s:I}", "trace",
+	              trace_name ? trace_name : "trace", "subtitle", subtitle, "device_name",
+	              t->dev->name && *t->dev->name ? t->dev->name : "unknown GPU", "device_total",
+	              (json_int_t)t->dev->total_bytes, "t0", t0, "span",
+	              (json_int_t)(t->t1 - t->t0 + 1), "layer", (json_int_t)t->layer, "peak_bytes",
+	              (json_int_t)c->rep.peak_bytes, "peak_at",
+	              (json_int_t)(c->rep.peak_at - t->t0), "segments", t->nseg > 0, "cache_known",
+	              an->cache_known, "raw_max", (json_int_t)VW_HTML_RAW_MAX, "checkpoint",
+	              (json_int_t)VW_HTML_CHECKPOINT);
+	rc = !d || json_object_update(c->meta, d) < 0 ? oom(c) : 0;
+	json_decref(d);
+	return rc;
 }
 
 int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct vw_hbuf *b,

@@ -61,7 +61,28 @@ static void normalise(struct mt_lifetime *l, size_t n, uint64_t t0)
 	}
 }
 
-/* The views' copies of analyze's samples, failures and ranges. */
+/* The OOMs the program saw: of the failed allocations, those analyze
+ * counts as one OOM each (not the driver attempts behind them). */
+static int load_ooms(struct vw_trace *t, const struct mt_analysis *d)
+{
+	struct mt_report_failure *roles = malloc(d->nfails * sizeof(*roles));
+	size_t i, n = 0;
+	int rc = -ENOMEM;
+
+	t->fails = malloc(d->nfails * sizeof(*t->fails));
+	if (!roles || !t->fails || mt_failure_roles(d, roles, &n) < 0)
+		goto out;
+	for (i = 0; i < d->nfails; i++)
+		if (roles[i].role == MT_FAILURE_OOM)
+			t->fails[t->nfails++] =
+			        (struct vw_point){ d->fails[i].ts, d->fails[i].bytes };
+	rc = 0;
+out:
+	free(roles);
+	return rc;
+}
+
+/* The views' copies of analyze's samples, OOMs and ranges. */
 static int convert_events(struct vw_trace *t, const struct mt_analysis *d, unsigned what)
 {
 	size_t i;
@@ -74,13 +95,8 @@ static int convert_events(struct vw_trace *t, const struct mt_analysis *d, unsig
 			        (struct vw_point){ d->samples[i].ts, d->samples[i].used_bytes };
 		t->nsamples = d->nsamples;
 	}
-	if (what & VW_LOAD_FAILS && d->nfails) {
-		if (!(t->fails = malloc(d->nfails * sizeof(*t->fails))))
-			return -ENOMEM;
-		for (i = 0; i < d->nfails; i++)
-			t->fails[i] = (struct vw_point){ d->fails[i].ts, d->fails[i].bytes };
-		t->nfails = d->nfails;
-	}
+	if (what & VW_LOAD_FAILS && d->nfails && load_ooms(t, d) < 0)
+		return -ENOMEM;
 	if (what & VW_LOAD_RANGES && d->nranges) {
 		if (!(t->ranges = malloc(d->nranges * sizeof(*t->ranges))))
 			return -ENOMEM;
@@ -114,7 +130,9 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 		mt_analysis_release(&d);
 		return vw_fail(err, errlen, -ENOENT, "device %u holds no allocations", t->device);
 	}
-	/* the lifetimes change hands; the rest is copied into the views' types */
+	/* the rest is copied into the views' types (the OOMs read the
+	 * lifetimes), then the lifetimes change hands */
+	rc = convert_events(t, &d, what);
 	t->req = d.live;
 	t->nreq = d.nlive;
 	d.live = NULL;
@@ -125,7 +143,6 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 		d.seg = NULL;
 		normalise(t->seg, t->nseg, t->t0);
 	}
-	rc = convert_events(t, &d, what);
 	mt_analysis_release(&d);
 	if (rc == 0 && what & VW_LOAD_KERNELS)
 		rc = load_kernels(t);

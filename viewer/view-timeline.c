@@ -24,7 +24,7 @@
 struct line {
 	double *v;
 	struct vw_legend_item legend;
-	char label[128];
+	char label[320];
 	bool dashed;
 };
 
@@ -93,8 +93,8 @@ static int gather_lines(struct timeline *tl, const struct mt_render_options *o, 
 				               "out of memory or too many policies");
 			}
 			vw_columns_steps(&tl->cols, runs[i].reserved, runs[i].npoints, l->v);
-			snprintf(l->label, sizeof(l->label), "reserved: %s%s", runs[i].name,
-			         runs[i].saved ? " (saved replay)" : " (replayed, sim)");
+			snprintf(l->label, sizeof(l->label), "reserved: %s (%s: %s)", runs[i].name,
+			         runs[i].saved ? "saved replay" : "replayed", runs[i].conditions);
 		}
 		vw_policy_runs_free(runs, n);
 	}
@@ -249,9 +249,9 @@ static void draw_ooms(struct timeline *tl)
 		return;
 	mt_size_format(first_bytes, size, sizeof(size));
 	if (shown == 1)
-		snprintf(label, sizeof(label), "allocation of %s failed", size);
+		snprintf(label, sizeof(label), "out of memory asking for %s", size);
 	else
-		snprintf(label, sizeof(label), "%zu failed allocations (first: %s)", shown, size);
+		snprintf(label, sizeof(label), "%zu OOMs (the first asking for %s)", shown, size);
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_OOM));
 	vw_label(c, first_x + c->font * 0.8, top, 0.9, VW_LEFT, VW_MIDDLE, label, tl->plot.x,
 	         tl->plot.x + tl->plot.w);
@@ -279,7 +279,7 @@ static void legend(struct timeline *tl, double top, bool draw, double *height)
 		                              "peak of live bytes" };
 	if (tl->t.nfails)
 		items[n++] = (struct vw_legend_item){ VW_SWATCH_OOM, vw_role_color(VW_ROLE_OOM),
-			                              "failed allocation (OOM)" };
+			                              "OOM the program saw" };
 	for (i = 0; i < tl->phases.n; i++) {
 		snprintf(phase[i], sizeof(phase[i]), "phase %s%s",
 		         mt_reader_string(tl->t.r, tl->phases.name[i]),

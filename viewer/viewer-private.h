@@ -180,7 +180,7 @@ enum vw_load {
 	VW_LOAD_SAMPLES = 1u << 1,
 	VW_LOAD_RANGES = 1u << 2,
 	VW_LOAD_KERNELS = 1u << 3,
-	VW_LOAD_FAILS = 1u << 4,
+	VW_LOAD_FAILS = 1u << 4,          /* the OOMs the program saw */
 	VW_LOAD_LIBRARY_RANGES = 1u << 5, /* with RANGES: the libraries' own as well */
 };
 
@@ -205,7 +205,7 @@ struct vw_trace {
 	size_t nranges;
 	struct vw_span *kernels;
 	size_t nkernels;
-	struct vw_point *fails; /* alloc_failed: ts, requested bytes */
+	struct vw_point *fails; /* one per OOM the program saw: ts, requested bytes */
 	size_t nfails;
 };
 
@@ -317,6 +317,10 @@ struct vw_policy_run {
 	uint64_t peak_reserved;
 	uint64_t peak_allocated;
 	uint64_t oom_count;
+	/* what it ran under, for people: backend, capacity and where it came
+	 * from, options, memtrace version ("sim · capacity 78.1 GiB, the
+	 * recorded card · memtrace 0.1.0") */
+	char conditions[192];
 	struct vw_point *reserved; /* series */
 	struct vw_point *allocated;
 	size_t npoints;

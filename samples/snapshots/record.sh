@@ -18,7 +18,8 @@
 #     PyTorch's own tools (samples/torch/check_memory_viz.py: pickle.load,
 #     torch.cuda._memory_viz trace_plot and segment_plot, the peak in the
 #     pages' embedded data);
-#  4. summary.txt: one line per check.
+#  4. a caching replay's segments of a sample trace through segment_plot;
+#  5. summary.txt: one line per check.
 set -u
 MEMTRACE=$(realpath "${1:?memtrace binary}")
 OUT=$(realpath -m "${2:?output folder}")
@@ -57,9 +58,9 @@ summary=$W/summary.txt
 : >"$summary"
 for pk in "$W"/*.pickle; do
 	name=$(basename "$pk" .pickle)
-	start=$(date +%s.%N)
+	start=$(date +%s%N)
 	"$MEMTRACE" import "$pk" -o "$W/$name.db" --json >"$W/$name.import.json"
-	echo "$name: import exit $? in $(echo "$(date +%s.%N) - $start" | bc) s" | tee -a "$summary"
+	echo "$name: import exit $? in $((($(date +%s%N) - start) / 1000000)) ms" | tee -a "$summary"
 	"$MEMTRACE" info "$W/$name.db" --json >"$W/$name.info.json"
 	"$MEMTRACE" replay "$W/$name.db" --policy caching --backend sim --json --no-save \
 		>"$W/$name.replay.json"
@@ -94,6 +95,12 @@ for db in "$ROOT"/samples/traces/*.db "$W"/gpt2.db "$W"/gpt2-midrun.db; do
 	echo "$name: memtrace re-import exit $?" >>"$summary"
 	rm -f "$W"/"$name".*.html # the pages embed the whole snapshot; the check keeps their figures
 done
+
+# a replayed policy's segments, as memory_viz's segment_plot draws them
+"$MEMTRACE" export "$ROOT/samples/traces/gpt2-train.db" -o "$W/policy-caching.pickle" --policy caching
+python3 -m torch.cuda._memory_viz segment_plot "$W/policy-caching.pickle" -o "$W/policy-caching.html"
+echo "policy-caching: segment_plot exit $? $(wc -c <"$W/policy-caching.html") bytes" >>"$summary"
+rm -f "$W/policy-caching.html"
 
 cat "$summary"
 date -u +"end %Y-%m-%dT%H:%M:%SZ"

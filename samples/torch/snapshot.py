@@ -51,7 +51,8 @@ def model_step(name, batch):
         return resnet50_train.setup(argparse.Namespace(batch=batch))
     if name == "t5":
         from transformers import T5Config, T5ForConditionalGeneration
-        cfg = T5Config(d_model=512, d_ff=2048, num_layers=6, num_heads=8)
+        cfg = T5Config(d_model=512, d_ff=2048, num_layers=6, num_heads=8, pad_token_id=0,
+                       decoder_start_token_id=0)
         model = T5ForConditionalGeneration(cfg).cuda().train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         ids = torch.randint(0, cfg.vocab_size, (batch, 128), device="cuda")

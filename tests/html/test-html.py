@@ -79,7 +79,7 @@ def compare_moment(name, page, trace, t):
     if (want is None) != (got is None):
         fail("%s +%dns: anatomy %s, report %s" % (name, t, got is not None, want is not None))
     elif want:
-        for key in ("at_ns", "measured_at_ns", "sample_at_ns", "sampled_bytes", "parts"):
+        for key in ("at_ns", "measured_at_ns", "reading_at_ns", "reading_bytes", "parts"):
             if got[key] != want[key]:
                 fail("%s +%dns: anatomy %s %s, report %s" % (name, t, key, got[key], want[key]))
     top = rep["top_at"]
@@ -142,6 +142,26 @@ def check_keys(name, b, html, peak):
         fail("%s: the URL lost its span" % name)
 
 
+def check_policies(b, html):
+    """The saved replays: a reserved line and a segment map each, the one
+    the URL names chosen."""
+    page = open_page(b, html, "policy=bestfit")
+    sets = page.eval("mtPage.data.meta.maps.map((s) => s.name + ':' + s.maps.length)")
+    names = [s.split(":")[0] for s in sets]
+    if names[:1] != ["recorded"] or not any(n.startswith("caching") for n in names) \
+            or not any(n.startswith("bestfit") for n in names):
+        fail("synth: segment maps of %s, expected recorded, caching and bestfit" % names)
+    if any(s.endswith(":0") for s in sets):
+        fail("synth: a policy without segment maps: %s" % sets)
+    shown = page.eval("Array.from(document.querySelectorAll('.mt-map')).map((e) => e.className)")
+    if len(shown) != len(sets) or sum("chosen" in c for c in shown) != 1:
+        fail("synth: maps shown %s" % shown)
+    lines = page.eval("mtPage.data.policies.map((p) => p.name + ':' + p.saved + ':' + p.line.t.length)")
+    if len(lines) != 2 or any(not l.split(":")[-1].isdigit() or l.split(":")[-1] == "0" for l in lines) \
+            or any(":true:" not in l for l in lines):
+        fail("synth: policy lines %s" % lines)
+
+
 def screenshot(b, html, state, name, hover_largest, work):
     page = open_page(b, html, state)
     if hover_largest:
@@ -176,6 +196,7 @@ def main():
         traces = sorted(glob.glob(os.path.join(ROOT, "samples", "traces", "*.db")))
         synth = os.path.join(work, "synth.db")
         run("synth", "--pattern", "train", "--events", "20000", "--seed", "3", "-o", synth)
+        run("replay", synth, "--policy", "caching,bestfit", "--backend", "sim")  # saved replays
         traces.append(synth)
         for trace in traces:
             name = os.path.basename(trace)[:-3]
@@ -189,6 +210,7 @@ def main():
                 page = open_page(b, html, "t=%dns&span=600ns&fit=1&selftest" % t)
                 compare_moment(name, page, trace, t)
             check_keys(name, b, html, peak)
+        check_policies(b, os.path.join(work, "synth.html"))
         stacks = os.path.join(ROOT, "samples", "traces", "gpt2-train-stacks.db")
         if stacks in traces:
             peak = json.loads(run("report", stacks, "--json"))["peak_at_ns"]

@@ -13,13 +13,16 @@
   every row as many fields as the header names);
 - rmm: the log imports back with the same peak and event count;
 - minimalloc: one buffer per allocation, lower < upper, sizes that add up;
-- folded: the stacks add up to the peak.
+- folded: the stacks add up to the peak;
+- snapshot --policy: a replayed policy's segments at its peak hold what the
+  replay reports as its peak reserved, each tiled by its blocks.
 
 Needs MEMTRACE (the binary) and protoc; exits 77 (skip) without protoc.
 """
 import csv
 import json
 import os
+import pickle
 import shutil
 import sqlite3
 import subprocess
@@ -92,7 +95,7 @@ def info(trace):
 
 def from_csv(path, layer):
     """From the CSV export: the driver layer's peak per device, pairing as
-    FORMAT.md does (an alloc over an open one leaves the earlier counted),
+    docs/FORMAT.md does (an alloc over an open one leaves the earlier counted),
     and the buffers a MiniMalloc export of `layer` holds (its allocs and
     its frees of memory never seen allocated)."""
     live, total, peak = {}, {}, {}
@@ -185,6 +188,25 @@ def check_chrome(trace, path, expect, driver_peak):
     print(f"chrome {os.path.basename(trace)}: {len(events)} events")
 
 
+def check_policy_snapshot(trace, work):
+    path = os.path.join(work, "policy.pickle")
+    run("export", trace, "-o", path, "--policy", "caching")
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    replay = json.loads(run("replay", trace, "--policy", "caching", "--backend", "sim", "--no-save",
+                            "--json"))[0]
+    total = sum(seg["total_size"] for seg in snap["segments"])
+    check(snap["memtrace_replay"]["reserved"] == replay["peak_reserved"] == total,
+          f"policy snapshot: {snap['memtrace_replay']['reserved']} / {total}, replay {replay['peak_reserved']}")
+    for seg in snap["segments"]:
+        check(sum(b["size"] for b in seg["blocks"]) == seg["total_size"], f"segment {seg['address']} not tiled")
+    live = sum(b["requested_size"] for seg in snap["segments"] for b in seg["blocks"]
+               if b["state"] == "active_allocated")
+    check(live == replay["peak_allocated_rounded"] or live <= replay["peak_allocated_rounded"],
+          f"policy snapshot blocks {live} > {replay['peak_allocated_rounded']}")
+    print(f"policy snapshot: {len(snap['segments'])} segments, {total} bytes")
+
+
 def main():
     if not shutil.which("protoc"):
         print("protoc not found (Debian: protobuf-compiler)")
@@ -240,6 +262,7 @@ def main():
                 ids = [r["id"] for r in rows]
                 check(len(ids) == len(set(ids)), "minimalloc ids repeat")
                 check(len(rows) == buffers, f"minimalloc {len(rows)} buffers, expected {buffers}")
+        check_policy_snapshot(os.path.join(SRC, "samples", "traces", "gpt2-train.db"), work)
     print(f"{len(failures)} failures")
     return 1 if failures else 0
 

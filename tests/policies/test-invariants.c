@@ -163,7 +163,8 @@ static int overlaps(struct span *v, size_t n)
 {
 	int bad = 0;
 
-	qsort(v, n, sizeof(*v), by_address);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), by_address);
 	for (size_t i = 1; i < n; i++)
 		bad += v[i - 1].address + v[i - 1].bytes > v[i].address;
 	return bad;
@@ -191,7 +192,8 @@ struct run {
 	uint64_t capacity;
 	struct mt_backend *b;
 	struct mt_policy *p;
-	uint64_t *addr; /* per request: its address while live, else 0 */
+	struct span *slot; /* per slot: the live request's address (0: none) and bytes */
+	uint64_t *stream;  /* per slot: the live request's stream */
 	struct span *live;
 	uint64_t live_bytes, ooms;
 };
@@ -204,9 +206,9 @@ static void check_state(struct run *r, size_t event)
 	size_t nlive = 0;
 	int bad;
 
-	for (size_t q = 0; q < r->s->requests; q++)
-		if (r->addr[q])
-			r->live[nlive++] = (struct span){ r->addr[q], r->s->bytes[q] };
+	for (size_t q = 0; q < r->s->slots; q++)
+		if (r->slot[q].address)
+			r->live[nlive++] = r->slot[q];
 	CHECK(r->p->ops->walk(r->p, collect, &w) == 0);
 	r->p->ops->stats(r->p, &st);
 	mt_backend_get_stats(r->b, &bs);
@@ -241,26 +243,27 @@ static void check_state(struct run *r, size_t event)
 	free(w.alloc);
 }
 
-static void step(struct run *r, size_t i)
+static void step(struct run *r, const struct rp_step *st)
 {
-	const struct mt_request_stream *s = r->s;
-	uint32_t c = s->events[i], q = RP_EVENT_REQUEST(c);
-	uint64_t stream = s->streams[s->stream[q]];
+	struct span *q = &r->slot[st->slot];
 	int rc;
 
-	if (!RP_EVENT_IS_FREE(c)) {
-		rc = r->p->ops->alloc(r->p, s->bytes[q], stream, q, &r->addr[q]);
+	if (!RP_STEP_IS_FREE(st->code)) {
+		rc = r->p->ops->alloc(r->p, st->bytes, st->stream, RP_STEP_REQUEST(st->code),
+		                      &q->address);
 		CHECKF(rc == 0 || rc == -ENOMEM, "%s: alloc error %d: %s", r->name, rc,
 		       mt_backend_message(r->b));
 		if (rc == 0)
-			r->live_bytes += s->bytes[q];
+			r->live_bytes += st->bytes;
 		else
-			r->addr[q] = 0;
+			q->address = 0;
+		q->bytes = st->bytes;
+		r->stream[st->slot] = st->stream;
 		r->ooms += rc == -ENOMEM;
-	} else if (r->addr[q]) {
-		CHECK(r->p->ops->free(r->p, r->addr[q], stream) == 0);
-		r->addr[q] = 0;
-		r->live_bytes -= s->bytes[q];
+	} else if (q->address) {
+		CHECK(r->p->ops->free(r->p, q->address, st->stream) == 0);
+		q->address = 0;
+		r->live_bytes -= st->bytes;
 	}
 }
 
@@ -274,13 +277,19 @@ static void run(const struct mt_policy_ops *ops, const struct mt_request_stream 
 
 	REQUIRE(mt_backend_create(&r.b, MT_BACKEND_SIM, 0, capacity, err, sizeof(err)) == 0);
 	REQUIRE(mt_policy_create(&r.p, ops->name, r.b, err, sizeof(err)) == 0);
-	if (ops->flags & MT_POLICY_OFFLINE)
-		CHECK(rp_request_stream_plan(s, r.p) == 0);
-	r.addr = calloc(s->requests, sizeof(*r.addr));
-	r.live = malloc(s->requests * sizeof(*r.live));
-	REQUIRE(r.addr && r.live);
+	if (ops->flags & MT_POLICY_OFFLINE) {
+		struct mt_plan_request *lifetimes;
+
+		REQUIRE(rp_request_stream_lifetimes(s, &lifetimes, err, sizeof(err)) == 0);
+		CHECK(ops->plan(r.p, lifetimes, s->requests) == 0);
+		free(lifetimes);
+	}
+	r.slot = calloc(s->slots, sizeof(*r.slot));
+	r.stream = calloc(s->slots, sizeof(*r.stream));
+	r.live = malloc(s->slots * sizeof(*r.live));
+	REQUIRE(r.slot && r.stream && r.live);
 	for (size_t i = 0; i < s->nevents && !check_failed(); i++) {
-		step(&r, i);
+		step(&r, &s->steps[i]);
 		if (i < EVERY_EVENT || i % 61 == 0 || i + 1 == s->nevents)
 			check_state(&r, i);
 	}
@@ -290,10 +299,10 @@ static void run(const struct mt_policy_ops *ops, const struct mt_request_stream 
 		/* destroyed with blocks live: everything goes back */
 		mt_policy_destroy(r.p);
 	} else {
-		for (size_t q = 0; q < s->requests; q++)
-			if (r.addr[q])
-				CHECK(ops->free(r.p, r.addr[q], s->streams[s->stream[q]]) == 0);
-		memset(r.addr, 0, s->requests * sizeof(*r.addr));
+		for (size_t q = 0; q < s->slots; q++)
+			if (r.slot[q].address)
+				CHECK(ops->free(r.p, r.slot[q].address, r.stream[q]) == 0);
+		memset(r.slot, 0, s->slots * sizeof(*r.slot));
 		r.live_bytes = 0;
 		check_state(&r, s->nevents);
 		ops->stats(r.p, &st);
@@ -309,7 +318,8 @@ static void run(const struct mt_policy_ops *ops, const struct mt_request_stream 
 	CHECKF(bs.reserved == 0, "%s: the backend holds %llu bytes after destroy", ops->name,
 	       (unsigned long long)bs.reserved);
 	mt_backend_destroy(r.b);
-	free(r.addr);
+	free(r.slot);
+	free(r.stream);
 	free(r.live);
 }
 

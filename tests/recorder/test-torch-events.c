@@ -9,7 +9,9 @@
  * their reuse delay, pool totals, OOM), stream ids per device and thread, a
  * full ring drained by its producer, the frees still pending at close, and
  * a child forked while another thread was inside a drain: it must neither
- * hang on the torch lock nor write the parent's events.
+ * hang on the torch lock nor write the parent's events; and the readings of
+ * device memory asked for after an OOM and after a segment that raises the
+ * reserved peak.
  */
 #include "config.h"
 
@@ -73,10 +75,6 @@ uint32_t rec_device_stream_id(uint64_t stream)
 	return stream ? (uint32_t)(1000 + stream) : (uint32_t)(2000 + current_device);
 }
 
-void rec_sink_set_meta(const char *key, const char *value)
-{
-}
-
 void rec_sink_push(const struct mt_event *ev)
 {
 	int one = 1;
@@ -95,6 +93,32 @@ void rec_sink_push(const struct mt_event *ev)
 	}
 	sunk[sunk_len++] = *ev;
 	pthread_mutex_unlock(&sink_lock);
+}
+
+/* The readings asked for: 'p' peak or 'f' failure, device, and the clock
+ * then (the ts of the event just queued). */
+static struct {
+	char what;
+	unsigned device;
+	uint64_t at;
+} readings[16];
+static int n_readings;
+
+static void asked(char what, unsigned device)
+{
+	if (n_readings < 16)
+		readings[n_readings++] =
+		        (typeof(readings[0])){ what, device, atomic_load(&now_ns) };
+}
+
+void rec_sample_peak(unsigned ordinal)
+{
+	asked('p', ordinal);
+}
+
+void rec_sample_failure(unsigned ordinal)
+{
+	asked('f', ordinal);
 }
 
 static size_t sunk_count(void)
@@ -300,6 +324,39 @@ static void test_fork(void)
 		CHECK(sunk[base + i].alloc.address == 0xa1 + i);
 }
 
+/* A reading after each segment that raises the reserved peak (not after
+ * one below it) and after each OOM, once the event is queued. */
+static void test_readings(void)
+{
+	static const struct {
+		int action;
+		uint64_t bytes;
+	} seq[] = {
+		{ SEGMENT_ALLOC, 4 * MiB }, /* 4: peak */
+		{ SEGMENT_ALLOC, 2 * MiB }, /* 6: peak */
+		{ SEGMENT_FREE, 4 * MiB },  /* 2 */
+		{ SEGMENT_ALLOC, 3 * MiB }, /* 5: below */
+		{ SEGMENT_ALLOC, 2 * MiB }, /* 7: peak */
+		{ OOM, 1 * GiB },
+	};
+	static const char want[] = "pppf";
+	uint64_t ts[6];
+
+	n_readings = 0;
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		memtrace_torch_event(seq[i].action, 5, 0x900000, seq[i].bytes, 7, 0);
+		ts[i] = atomic_load(&now_ns);
+	}
+	rec_torch_drain();
+	CHECKF(n_readings == 4, "%d readings", n_readings);
+	for (int i = 0; i < n_readings && i < 4; i++)
+		CHECKF(readings[i].what == want[i] && readings[i].device == 5, "reading %d: %c %u",
+		       i, readings[i].what, readings[i].device);
+	if (n_readings == 4)
+		CHECK(readings[0].at == ts[0] && readings[1].at == ts[1] &&
+		      readings[2].at == ts[4] && readings[3].at == ts[5]);
+}
+
 static void test_disabled(void)
 {
 	size_t base = sunk_count();
@@ -322,6 +379,7 @@ int main(void)
 	TEST(test_full_ring);
 	TEST(test_close);
 	TEST(test_fork);
+	TEST(test_readings);
 	TEST(test_disabled);
 	free(sunk);
 	return check_done();

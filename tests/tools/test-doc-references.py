@@ -2,7 +2,8 @@
 """What README.md and docs/*.md name exists: links point at files of the
 repository (and at headings that exist), paths in code spans are files or
 folders of the source tree (or, under build/, of the build), `memtrace
-COMMAND --option` names a command and an option its --help lists, and C
+COMMAND --option` names a command and an option its --help lists, `meson
+test ... NAME` and `--suite NAME` name tests and suites of the build, and C
 names with a module's prefix (mt_..., vw_...) occur in the sources.
 
 Usage: test-doc-references.py BUILDDIR (MEMTRACE and MT_SOURCE_ROOT in the
@@ -10,6 +11,7 @@ environment). TAP output: one case per document.
 """
 
 import glob
+import json
 import os
 import re
 import subprocess
@@ -33,6 +35,11 @@ def help_options(*args):
             found |= set(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", m.group(1)))
     return proc.returncode, proc.stdout, found
 
+
+with open(os.path.join(builddir, "meson-info", "intro-tests.json"), encoding="utf-8") as f:
+    meson_tests = json.load(f)
+test_names = {t["name"] for t in meson_tests}
+suite_names = {s.split(":")[-1] for t in meson_tests for s in t["suite"]}
 
 rc, top_help, _ = help_options()
 commands = re.findall(r"(?m)^  ([a-z]+)  ", top_help.split("Commands:", 1)[1].split("\n\n")[0])
@@ -98,6 +105,18 @@ def problems_of(doc):
                         PLACEHOLDER.fullmatch(opt.lstrip("-")):
                     continue
                 bad.append(f"memtrace {cmd} {opt}: not an option of its --help")
+        for m in re.finditer(r"\bmeson test((?: +[^ |;&#`\n]+)*)", span):
+            words = m.group(1).split()
+            while words:
+                w = words.pop(0)
+                if w in ("-C", "--setup", "--no-suite", "--suite"):
+                    arg = words.pop(0) if words else ""
+                    if w in ("--suite", "--no-suite") and arg not in suite_names:
+                        bad.append(f"meson test {w} {arg}: no such suite")
+                elif not w.startswith("-") and not any(
+                        re.fullmatch(PLACEHOLDER.sub(r"\\S+", re.escape(w)), t)
+                        for t in test_names):
+                    bad.append(f"meson test {w}: no such test")
         for name in re.findall(r"\b" + PREFIXES + r"\w+", span):
             prefix, rest = name.split("_", 1)
             pattern = r"\b" + prefix + "_" + PLACEHOLDER.sub(r"\\w+", re.escape(rest)) + r"\b"

@@ -54,7 +54,7 @@ MT.Page = class {
     const w = Math.max(200, Math.round(c.clientWidth * dpr)), h = Math.max(150, Math.round(c.clientHeight * dpr));
     if (c.width !== w || c.height !== h) { c.width = w; c.height = h; }
     this.dpr = dpr;
-    const left = Math.round(78 * dpr), right = Math.round(12 * dpr), top = Math.round(30 * dpr);
+    const left = Math.round(78 * dpr), right = Math.round(12 * dpr), top = Math.round(44 * dpr);
     const bottom = Math.round(54 * dpr);
     this.plot = { x: left, y: top, w: w - left - right, h: h - top - bottom };
   }
@@ -186,10 +186,11 @@ MT.Page = class {
         MT.used, 1.2, true);
       legend.push([MT.used, "device memory in use (samples)", true]);
     }
-    d.policies.forEach((p, k) => {
-      const color = MT.series[k % MT.series.length];
+    d.policies.forEach((p) => {
+      const color = p.color;
       this.stepLine(ctx, (t) => MT.Data.valueAt(p.line, t), color, p.name === this.policy ? 2.4 : 1.3, false);
-      legend.push([color, "reserved: " + p.name + (p.saved ? " (saved replay)" : " (replayed, sim)"), false]);
+      legend.push([color, "reserved: " + p.name + " (" + (p.saved ? "saved replay: " : "replayed: ") +
+        p.conditions + ")", false]);
     });
     if (d.reserved) {
       this.stepLine(ctx, (t) => MT.Data.valueAt(d.reserved, t), MT.reserved, this.policy === "recorded" ? 2 : 1.3, false);
@@ -199,10 +200,13 @@ MT.Page = class {
     ctx.font = Math.round(11 * dpr) + "px DejaVu Sans, sans-serif";
     ctx.textBaseline = "middle";
     ctx.textAlign = "left";
-    let x = P.x;
-    const y = Math.round(12 * dpr);
+    let x = P.x, y = Math.round(12 * dpr);
     legend.unshift([MT.css(MT.bands[0]), "live allocations in allocation order (grey: shorter than a column, per call site)", false, true]);
     for (const [color, label, dash, fill] of legend) {
+      if (x + 30 * dpr + ctx.measureText(label).width > this.canvas.width && x > P.x) {
+        x = P.x; // a second row
+        y += Math.round(14 * dpr);
+      }
       ctx.strokeStyle = ctx.fillStyle = color;
       if (fill) ctx.fillRect(x, y - 4 * dpr, 14 * dpr, 8 * dpr);
       else {
@@ -246,23 +250,30 @@ MT.Page = class {
     }
   }
 
+  // The phase strip: one rectangle per instance, or per pixel column where
+  // instances are narrower than one.
   drawPhases(ctx) {
     const d = this.data, P = this.plot, dpr = this.dpr, ph = d.phases, names = d.meta.phases || [];
     const y = P.y + P.h + 3 * dpr, h = 12 * dpr;
     if (!ph.s.length) return;
     const first = Math.max(0, MT.lowerBound(ph.s, this.a, 0, ph.s.length) - 1);
+    const widths = names.map((n) => ctx.measureText(n).width);
     ctx.font = Math.round(10 * dpr) + "px DejaVu Sans, sans-serif";
     ctx.textBaseline = "middle";
     ctx.textAlign = "center";
+    let lastPixel = -1;
     for (let k = first; k < ph.s.length && ph.s[k] < this.b; k++) {
       if (ph.e[k] < this.a) continue;
       const x0 = Math.max(P.x, this.xOf(ph.s[k])), x1 = Math.min(P.x + P.w, this.xOf(ph.e[k]));
+      if (x1 - x0 < 1) {
+        if (Math.floor(x0) === lastPixel) continue;
+        lastPixel = Math.floor(x0);
+      }
       ctx.fillStyle = MT.phases[ph.k[k] % MT.phases.length];
       ctx.fillRect(x0, y, Math.max(1, x1 - x0), h);
-      const name = names[ph.k[k]] || "";
-      if (x1 - x0 > ctx.measureText(name).width + 6 * dpr) {
+      if (x1 - x0 > widths[ph.k[k]] + 6 * dpr) {
         ctx.fillStyle = "#fff";
-        ctx.fillText(name, (x0 + x1) / 2, y + h / 2);
+        ctx.fillText(names[ph.k[k]], (x0 + x1) / 2, y + h / 2);
       }
     }
   }

@@ -79,10 +79,14 @@ MT.drawAnatomy = function (data, at, bar, table) {
       (unknown || !total ? "" : (100 * v / total).toFixed(1) + "%") + "</td><td>" +
       (k === 4 && data.meta.layer !== 1 ? "live allocations" : MT.PART_LABELS[k]) + "</td></tr>";
   }
+  // in the words of mt_anatomy_reading
+  const away = Math.abs(a.sample_at - at);
+  const reading = !a.available ? "no reading of the device memory in use"
+    : "the reading at +" + MT.dur(a.sample_at) + (away === 0 ? ", taken at that moment"
+      : ", " + MT.dur(away) + (a.sample_at > at ? " after" : " before") + ", when the allocator held " +
+        (a.measured_at === a.at ? "the same segments" : "other segments (every part is measured then)"));
   const head = "<tr><td></td><td class=n>" + (a.available ? MT.bytes(a.sampled) : "") +
-    "</td><td></td><td>" + (a.available ? "device memory in use, sample at +" + MT.dur(a.sample_at) +
-      (a.measured_at === a.at ? " (same segments)" : " (parts measured at the sample)")
-      : "no samples of the device memory in use") + "</td></tr>";
+    "</td><td></td><td>device memory in use: " + MT.esc(reading) + "</td></tr>";
   table.innerHTML = "<tr><td colspan=4><b>at +" + MT.dur(at) + "</b> (" + at + " ns)</td></tr>" + head + rows;
   return a;
 };
@@ -96,16 +100,24 @@ MT.drawMaps = function (data, at, list, chosen, onChoose) {
     let best = 0;
     set.maps.forEach((m, k) => { if (Math.abs(m.at - at) < Math.abs(set.maps[best].at - at)) best = k; });
     const info = set.maps[best], segs = data.map(si, best);
+    // the allocator's memory split as the anatomy splits it
+    let cache = 0, frag = 0;
+    for (const seg of segs) {
+      let live = 0;
+      for (let k = 0; k < seg.blocks.length; k++) if (seg.blocks[k] % 2) live += Math.floor(seg.blocks[k] / 2);
+      if (live) frag += seg.bytes - live; else cache += seg.bytes;
+    }
     const div = document.createElement("div");
     div.className = "mt-map" + (set.name === chosen ? " chosen" : "");
     const title = document.createElement("div");
     title.className = "mt-map-title";
     title.textContent = set.name + " \u00b7 map at +" + MT.dur(info.at) + " (nearest to the moment) \u00b7 reserved " +
-      MT.bytes(info.reserved) + " \u00b7 allocated " + MT.bytes(info.allocated) + " \u00b7 largest free " +
-      MT.bytes(info.largest_free) + " \u00b7 " + info.segments + " segments";
+      MT.bytes(info.reserved) + ": allocated " + MT.bytes(info.allocated) + ", cache " + MT.bytes(cache) +
+      ", fragmentation " + MT.bytes(frag) + " \u00b7 largest free " + MT.bytes(info.largest_free) + " \u00b7 " +
+      info.segments + " segments";
     title.onclick = () => onChoose(set.name);
     div.appendChild(title);
-    const canvas = document.createElement("canvas"), rows = Math.min(segs.length, 48), rh = 7;
+    const canvas = document.createElement("canvas"), rows = Math.min(segs.length, 24), rh = 6;
     div.appendChild(canvas);
     list.appendChild(div);
     const w = canvas.width = Math.max(100, canvas.clientWidth * devicePixelRatio);

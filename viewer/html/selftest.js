@@ -37,8 +37,8 @@ MT.selftest = function (page) {
   MT.PART_KEYS.forEach((k, n) => { parts[k] = a.parts[n]; });
   const out = {
     moment_ns: t, live_bytes: liveBytes, live_count: live.length,
-    anatomy: a.available ? { at_ns: a.at, measured_at_ns: a.measured_at, sample_at_ns: a.sample_at,
-      sampled_bytes: a.sampled, parts: parts } : null,
+    anatomy: a.available ? { at_ns: a.at, measured_at_ns: a.measured_at, reading_at_ns: a.sample_at,
+      reading_bytes: a.sampled, parts: parts } : null,
     top: top, checks: checks, ok: checks.every((c) => c.ok),
     level: F.level, timings: MT.timings(page),
   };
