@@ -58,7 +58,7 @@ struct torch_block {
 	struct rp_rb_node node;
 	uint64_t stream;
 	uint64_t size;
-	uint64_t seq; /* its segment's creation number */
+	uint64_t place; /* its segment's place (struct torch_segment) */
 	uint64_t addr;
 	struct torch_block *prev, *next; /* neighbours in the segment, by address */
 	struct torch_pool *pool;
@@ -86,7 +86,9 @@ struct torch_segment {
 	struct torch_segment *prev_seg, *next_seg; /* all segments, in creation order */
 	struct torch_block *head;                  /* the block at the lowest address */
 	struct torch_pool *pool;
-	uint64_t seq; /* creation number: segments order by it, not by address */
+	/* where it lies among the segments, for the orders: below every segment
+	 * made before it, as the CUDA driver places them (see cmp_place) */
+	uint64_t place;
 	uint64_t stream;
 	uint64_t addr;
 	uint64_t size; /* bytes of memory (cudaMalloc) or of address space (expandable) */
@@ -108,7 +110,7 @@ struct torch_alloc {
 	uint64_t reserved;    /* total_allocated_memory */
 	uint64_t requested;
 	uint64_t nsegments;
-	uint64_t next_seq;
+	uint64_t segments_made;
 	uint64_t cache_flushes;
 };
 
