@@ -32,7 +32,8 @@ check "json exit 0" test $? -eq 0
 check "json fields" sh -c "grep -q '\"policy\": \"native\"' '$dir/out' &&
 	grep -q '\"peak_reserved\": 6291456' '$dir/out' &&
 	grep -q '\"peak_allocated\": 6291456' '$dir/out' && grep -q '\"oom_count\": 0' '$dir/out' &&
-	grep -q '\"driver_calls\"' '$dir/out' && grep -q '\"events\": 6' '$dir/out'"
+	grep -q '\"driver_calls\"' '$dir/out' && grep -q '\"events\": 6' '$dir/out' &&
+	grep -q '\"failed_allocations_left_out\": 0,' '$dir/out'"
 check "json capacity: the device's 80 GiB, recorded" sh -c "grep -q '\"bytes\": 85899345920,' '$dir/out' &&
 	grep -q '\"source\": \"recorded\"' '$dir/out'"
 
