@@ -50,6 +50,13 @@ check "--limit none: no capacity" sh -c "grep -q '\"bytes\": null,' '$dir/out' &
 	grep -q '\"source\": \"none\"' '$dir/out'"
 "$M" replay "$dir/t.db" --backend sim --limit 0 2>"$dir/err"
 check "--limit 0 exit 2" test $? -eq 2
+# --device is the CUDA device number the program saw (the trace's device
+# row 1 is ordinal 0), as report and render take it
+"$M" replay "$dir/t.db" --backend sim --policy native --device 0 --no-save >"$dir/out"
+check "--device 0: the device" sh -c "grep -q '^native .* 6.00 MiB' '$dir/out'"
+"$M" replay "$dir/t.db" --backend sim --policy native --device 1 --no-save 2>"$dir/err"
+check "--device 1: exit 2" test $? -eq 2
+check "--device 1: one line" sh -c "test \$(wc -l <'$dir/err') -eq 1 && grep -q 'no device 1' '$dir/err'"
 
 "$M" replay "$dir/t.db" --backend sim --policy native --limit 5MiB --find-min-capacity \
 	--no-save >"$dir/out"
