@@ -358,6 +358,7 @@ struct mt_report_replay {
 	const struct mt_replay_record *rec; /* owned by the reader */
 	uint64_t peak_reserved;
 	uint64_t oom_count;
+	uint64_t capacity; /* it ran against (memtrace replay's "capacity"); 0 none or not saved */
 };
 
 /* What a failed allocation was to the program (see mt_report.failures). */

@@ -72,10 +72,10 @@ static int saved_replays(struct mt_report *rep)
 		if (j == rep->nreplays)
 			rep->nreplays++;
 		root = recs[i].result_json ? json_loads(recs[i].result_json, 0, NULL) : NULL;
-		rep->replays[j] =
-		        (struct mt_report_replay){ &recs[i],
-			                           json_u64(root, "peak_reserved", NULL, 0),
-			                           json_u64(root, "oom_count", NULL, 0) };
+		rep->replays[j] = (struct mt_report_replay){
+			&recs[i], json_u64(root, "peak_reserved", NULL, 0),
+			json_u64(root, "oom_count", NULL, 0), json_u64(root, "capacity", "bytes", 0)
+		};
 		json_decref(root);
 	}
 	return 0;

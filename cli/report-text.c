@@ -259,10 +259,24 @@ static const char *spec(const struct mt_report_replay *p, char *buf, size_t len)
 	return buf;
 }
 
+/* "its replay ran out of memory before", naming the capacity it ran
+ * against when saved. */
+static const char *ran_out(const struct mt_report_replay *p, char *buf, size_t len)
+{
+	char size[32];
+
+	if (p->capacity)
+		snprintf(buf, len, "its replay at %s ran out of memory before",
+		         sz(p->capacity, size));
+	else
+		snprintf(buf, len, "its replay ran out of memory before");
+	return buf;
+}
+
 /* Which saved replays held the OOM (o's room is known), and which not. */
 static void print_held(const struct mt_report *rep, const struct mt_report_oom *o)
 {
-	char a[32], b[32], name[160];
+	char a[32], b[32], name[160], why[96];
 	size_t k, n;
 
 	printf("    held by ");
@@ -279,7 +293,7 @@ static void print_held(const struct mt_report *rep, const struct mt_report_oom *
 			continue;
 		printf("%s%s ", n++ ? ", " : "", spec(&rep->replays[k], name, sizeof(name)));
 		if (v->needs == UINT64_MAX)
-			printf("(its replay ran out of memory before)");
+			printf("(%s)", ran_out(&rep->replays[k], why, sizeof(why)));
 		else
 			printf("(needs %s, %s more)", sz(v->needs, a), sz(v->needs - o->room, b));
 	}
@@ -288,7 +302,7 @@ static void print_held(const struct mt_report *rep, const struct mt_report_oom *
 
 static void print_verdicts(const struct mt_report *rep, const struct mt_report_oom *o)
 {
-	char a[32], name[160];
+	char a[32], name[160], why[96];
 	size_t k;
 
 	if (!rep->nreplays) {
@@ -303,7 +317,7 @@ static void print_verdicts(const struct mt_report *rep, const struct mt_report_o
 
 			printf("%s %s (%s)", k ? "," : "",
 			       spec(&rep->replays[k], name, sizeof(name)),
-			       v->needs == UINT64_MAX ? "its replay ran out of memory before"
+			       v->needs == UINT64_MAX ? ran_out(&rep->replays[k], why, sizeof(why))
 			                              : sz(v->needs, a));
 		}
 		printf("\n");

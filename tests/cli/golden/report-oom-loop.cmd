@@ -12,6 +12,8 @@
 sed -n 1p replay.txt
 awk '/^(native|caching) / {print $1, $2, $3, $4, "OOMs:", $8}' replay.txt
 grep '^the trace records' replay.txt
+# a replay saved under a --limit too small for the run: its verdict names it
+"$MEMTRACE" replay loop.db --backend sim --policy bestfit --limit 100MiB >/dev/null
 "$MEMTRACE" report loop.db | sed -n '/^Out of memory/,/^  OOM 2 /p'
 "$MEMTRACE" report loop.db --json | python3 -c '
 import json, sys
