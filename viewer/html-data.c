@@ -12,18 +12,20 @@
  * The first buffer holds what the first frame draws; then come the parts
  * (meta.parts: their names and sections, in the order the page receives
  * them): "detail" (a.stream, a.range, a.flags, the cache and the maps:
- * what hover and the panels read), "fine" (the finer levels of html-lod.c)
- * and "c<k>", the allocations k * meta.chunk on (meta.chunks: the first
- * start of each; meta.allocations: how many in all):
+ * what hover and the panels read), "long" (below), "fine" (the finer
+ * levels of html-lod.c) and "c<k>", the allocations k * meta.chunk on
+ * (meta.chunks: the first start of each; meta.allocations: how many in
+ * all):
  *   a.start  start, delta from the allocation before (the chunk's first:
  *            from meta.chunks[k])
  *   a.dur    end - start + 1; 0 = never freed
  *   a.size   index into size.req / size.round (first use order)
  *   a.site   index into meta.sites (0 = none)
- * In the first buffer, the allocations of at least meta.long_w ns (or never
- * freed), the same columns of each:
- *   long.i   allocation index, delta from the one before
- *   long.start, long.dur, long.size, long.site
+ * In the first buffer, the allocations at least as long as level 0's bins
+ * (or never freed: what the first frame draws one by one), and in "long"
+ * those of at least meta.long_w ns, the same columns of each:
+ *   top.i, long.i   allocation index, delta from the one before
+ *   top.start, top.dur, top.size, top.site, and so long.*
  * In "detail":
  *   a.stream index into meta.streams
  *   a.range  index into meta.ranges (0 = none)
@@ -63,6 +65,7 @@ struct ctx {
 	struct vw_html_out *out;
 	struct vw_hbuf *b;      /* the first buffer: what the first frame draws */
 	struct vw_hbuf *detail; /* what hover and the panels need */
+	struct vw_hbuf *long_part;
 	json_t *meta;
 	char *err;
 	size_t errlen;
@@ -237,18 +240,21 @@ static void put_columns(struct ctx *c, struct vw_hbuf *b, const char *pre, size_
 	}
 }
 
-/* The long allocations into the first buffer, and every allocation into
- * parts of VW_HTML_CHUNK. */
+/* The allocations of level 0's bins into the first buffer, the long ones
+ * into their part, and every allocation into parts of VW_HTML_CHUNK. */
 static int write_columns(struct ctx *c, const uint32_t *ix)
 {
 	json_t *firsts = json_array(), *lw = json_object_get(c->meta, "long_w");
+	json_t *w0 = json_object_get(json_array_get(json_object_get(c->meta, "lod"), 0), "w");
 	uint64_t long_w = lw ? (uint64_t)json_integer_value(lw) : 0;
 	size_t from;
 
 	if (!firsts)
 		return oom(c);
-	if (long_w)
-		put_columns(c, c->b, "long", 0, c->n, ix, long_w, true);
+	if (long_w && w0) {
+		put_columns(c, c->b, "top", 0, c->n, ix, (uint64_t)json_integer_value(w0), true);
+		put_columns(c, c->long_part, "long", 0, c->n, ix, long_w, true);
+	}
 	for (from = 0; from < c->n; from += VW_HTML_CHUNK) {
 		size_t to = c->n - from < VW_HTML_CHUNK ? c->n : from + VW_HTML_CHUNK;
 		char name[16];
@@ -638,7 +644,8 @@ int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct 
 	if (rc == 0)
 		rc = describe(&c, o->trace_name);
 	if (rc == 0 &&
-	    (!(c.detail = vw_html_part(out, "detail")) || !(fine = vw_html_part(out, "fine"))))
+	    (!(c.detail = vw_html_part(out, "detail")) ||
+	     !(c.long_part = vw_html_part(out, "long")) || !(fine = vw_html_part(out, "fine"))))
 		rc = oom(&c);
 	if (rc == 0 && vw_html_lod(c.a, c.n, c.t.t1 - c.t.t0 + 1, c.b, fine, meta) < 0)
 		rc = oom(&c);

@@ -95,12 +95,10 @@ MT.Data = class {
   // The parts in the order of the file, each decoded as it arrives;
   // onPart() after each. Resolves once all are in.
   async readParts(onPart) {
-    await new Promise((resolve) => setTimeout(resolve, 0)); // after the first frame
-    this.putLong(false);
-    onPart();
     for (const p of this.meta.parts || []) {
       const buf = await MT.inflate(await MT.partArrival(p.name));
       if (p.name === "detail") this.attachDetail(buf, p.sections);
+      else if (p.name === "long") this.putLong(this.columns("long", buf, p.sections));
       else if (p.name === "fine") {
         for (let l = 0; l < this.levels.length; l++) {
           if (this.levels[l].ready) continue;
@@ -163,39 +161,39 @@ MT.Data = class {
     this.chunkReady[k] = 1;
   }
 
-  // The allocations of at least longW ns (or never freed): those of at
-  // least level 0's bins at once (few), the others once the first frame
-  // is drawn (putLong(false)), each time with their duration classes.
-  // inHandW: allocations at least that long are in hand.
+  // The allocations the first frame draws one by one (at least level 0's
+  // bins long, or never freed), with their duration classes; the others of
+  // at least longW ns come in their part (putLong). inHandW: allocations
+  // at least that long are in hand.
   decodeLong() {
-    this.long = this.columns("long", this.buf, this.sections);
-    this.long.index = this.section("long.i", Float64Array, true);
+    const c = this.columns("top", this.buf, this.sections);
+    this.put(c.index, c, 0);
     this.inHandW = this.levels.length ? this.levels[0].w : Infinity;
-    this.putLong(true);
+    if (this.longW) this.buildClasses(c.index.length, c.index);
   }
 
-  putLong(first) {
-    const c = this.long, w0 = this.inHandW, keep = [];
-    for (let j = 0; j < c.dur.length; j++) if ((c.dur[j] === 0 || c.dur[j] - 1 >= w0) === first) keep.push(j);
-    this.put(c.index, c, 0, keep);
+  putLong(c) {
+    this.put(c.index, c, 0);
     if (!this.longW) return;
-    if (first) this.buildClasses(keep.length, keep.map((j) => c.index[j]));
-    else { this.buildClasses(c.index.length, c.index); this.inHandW = this.longW; }
+    this.long = c;
+    this.buildClasses(c.index.length, c.index);
+    this.inHandW = this.longW;
   }
 
-  // The columns the timeline draws of a chunk or the long allocations.
+  // The columns the timeline draws of a chunk or of long allocations (and
+  // their indices).
   columns(pre, buf, sections) {
     const sec = (name, T, delta) => this.section(pre + "." + name, T, delta, false, buf, sections);
     return { start: sec("start", Float64Array, true), dur: sec("dur"), size: sec("size", Uint32Array),
-      site: sec("site", Uint32Array) };
+      site: sec("site", Uint32Array), index: sec("i", Float64Array, true) };
   }
 
-  // Allocations into the columns: c's j-th (each j of pick, or all) at
-  // index at[j] (an array) or at + j (a number); starts from base.
-  put(at, c, base, pick) {
-    const req = this.sizeReq, count = pick ? pick.length : c.start.length;
-    for (let k = 0; k < count; k++) {
-      const j = pick ? pick[k] : k, i = typeof at === "number" ? at + j : at[j];
+  // Allocations into the columns: c's j-th at index at[j] (an array) or
+  // at + j (a number); starts from base.
+  put(at, c, base) {
+    const req = this.sizeReq;
+    for (let j = 0; j < c.start.length; j++) {
+      const i = typeof at === "number" ? at + j : at[j];
       const s = c.start[j] + base, d = c.dur[j];
       this.start[i] = s;
       this.end[i] = d === 0 ? Infinity : s + d - 1;
