@@ -35,15 +35,17 @@ struct rp_arena_segment;
 
 #define RP_ARENA_CLASSES 512
 
+/* A block. The tree node and the fields the trees order by come first and
+ * records start on a cache line, so a step of a descent reads one line. */
 struct rp_arena_block {
-	uint64_t address;
-	uint64_t bytes;
+	struct rp_rb_node node; /* in the free tree while free */
 	uint64_t stream;
-	uint64_t requested;                 /* allocated: bytes the owner was asked for */
-	uint64_t seq;                       /* its segment's creation number */
+	uint64_t bytes;
+	uint64_t seq; /* its segment's creation number */
+	uint64_t address;
 	struct rp_arena_block *prev, *next; /* address neighbours in the segment */
 	struct rp_arena_segment *segment;
-	struct rp_rb_node node; /* in the free tree while free */
+	uint64_t requested; /* allocated: bytes the owner was asked for */
 	bool allocated;
 };
 

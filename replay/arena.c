@@ -17,12 +17,9 @@ struct fit_key {
 	uint64_t address;
 };
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return (a > b) - (a < b);
-}
-
 #define BLOCK(n) rp_rb_entry(n, struct rp_arena_block, node)
+#define BLOCK_ALIGN 64
+#define BLOCK_BYTES ((sizeof(struct rp_arena_block) + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN)
 #define SEGMENT(n) rp_rb_entry(n, struct rp_arena_segment, node)
 
 /* Blocks are ordered by (segment creation, address), never by address
@@ -30,18 +27,15 @@ static int cmp_u64(uint64_t a, uint64_t b)
  * sim backend's, and a replay must choose alike on both. */
 static int pos_cmp(uint64_t seq_a, uint64_t addr_a, const struct rp_arena_block *b)
 {
-	int c = cmp_u64(seq_a, b->seq);
-	return c ? c : cmp_u64(addr_a, b->address);
+	return rp_cmp4(seq_a, b->seq, addr_a, b->address, 0, 0, 0, 0);
 }
 
 static int best_key_cmp(const void *key, const struct rp_rb_node *n)
 {
 	const struct fit_key *k = key;
 	const struct rp_arena_block *b = BLOCK(n);
-	int c = cmp_u64(k->stream, b->stream);
-	if (!c)
-		c = cmp_u64(k->bytes, b->bytes);
-	return c ? c : pos_cmp(k->seq, k->address, b);
+	return rp_cmp4(k->stream, b->stream, k->bytes, b->bytes, k->seq, b->seq, k->address,
+	               b->address);
 }
 
 static int best_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
@@ -58,7 +52,7 @@ static int first_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
 
 static int segment_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
-	return cmp_u64(SEGMENT(a)->seq, SEGMENT(b)->seq);
+	return rp_cmp4(SEGMENT(a)->seq, SEGMENT(b)->seq, 0, 0, 0, 0, 0, 0);
 }
 
 void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, uint64_t min_split)
@@ -110,7 +104,7 @@ static struct rp_arena_block *new_block(struct rp_arena *a)
 		a->spare = b->next;
 		return b;
 	}
-	return malloc(sizeof(*b));
+	return aligned_alloc(BLOCK_ALIGN, BLOCK_BYTES);
 }
 
 /* 8 classes per power of two: [2^e + k 2^(e-3), 2^e + (k+1) 2^(e-3)) */

@@ -154,9 +154,26 @@ static inline bool rp_torch_is_split(const struct torch_block *b)
 	return b->prev || b->next;
 }
 
+/* BlockComparatorSize, (stream, size, address), the order of pool->blocks.
+ * PyTorch orders blocks by raw device pointers. Here a block's "address"
+ * in an order is (segment creation number, address): the same order as the
+ * pointers wherever the driver hands out increasing addresses (the sim
+ * backend always does), and one that does not depend on where a backend
+ * happens to place segments, so sim and cuda replays choose alike. Inline,
+ * as the descents of every allocation use it. */
+static inline int rp_torch_cmp_size(const struct rp_rb_node *a, const struct rp_rb_node *b)
+{
+	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
+
+	return rp_cmp4(x->stream, y->stream, x->size, y->size, x->seq, y->seq, x->addr, y->addr);
+}
+
 /* Searches pool->blocks by a key block (only its stream, size and address
- * set): BlockComparatorSize, (stream, size, address). */
-int rp_torch_key_size(const void *key, const struct rp_rb_node *n);
+ * set). */
+static inline int rp_torch_key_size(const void *key, const struct rp_rb_node *n)
+{
+	return rp_torch_cmp_size(&((const struct torch_block *)key)->node, n);
+}
 
 struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size);

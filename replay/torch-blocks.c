@@ -10,46 +10,13 @@
 
 /* ---- ordered sets ---- */
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return (a > b) - (a < b);
-}
-
-/* PyTorch orders blocks by raw device pointers. Here a block's "address"
- * in an order is (segment creation number, address): the same order as the
- * pointers wherever the driver hands out increasing addresses (the sim
- * backend always does), and one that does not depend on where a backend
- * happens to place segments, so sim and cuda replays choose alike. */
-static int cmp_place(const struct torch_block *x, const struct torch_block *y)
-{
-	int c = cmp_u64(x->seq, y->seq);
-
-	return c ? c : cmp_u64(x->addr, y->addr);
-}
-
-/* BlockComparatorSize: (stream, size, address). */
-static int cmp_size(const struct rp_rb_node *a, const struct rp_rb_node *b)
-{
-	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
-	int c = cmp_u64(x->stream, y->stream);
-
-	if (!c)
-		c = cmp_u64(x->size, y->size);
-	return c ? c : cmp_place(x, y);
-}
-
-/* BlockComparatorAddress: (stream, address). */
+/* BlockComparatorAddress: (stream, address), with the address as in
+ * rp_torch_cmp_size. */
 int rp_torch_cmp_address(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
-	int c = cmp_u64(x->stream, y->stream);
 
-	return c ? c : cmp_place(x, y);
-}
-
-int rp_torch_key_size(const void *key, const struct rp_rb_node *n)
-{
-	return cmp_size(&((const struct torch_block *)key)->node, n);
+	return rp_cmp4(x->stream, y->stream, x->seq, y->seq, x->addr, y->addr, 0, 0);
 }
 
 /* ---- blocks and segments ---- */
@@ -100,7 +67,7 @@ void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
 void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
 {
 	b->gc_count_base = pool->get_free_blocks_call_count;
-	rp_rb_insert(&pool->blocks, &b->node, cmp_size);
+	rp_rb_insert(&pool->blocks, &b->node, rp_torch_cmp_size);
 }
 
 void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b)
