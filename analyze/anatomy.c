@@ -48,6 +48,27 @@ const char *mt_anatomy_part_label(unsigned part, unsigned layer)
 	return NULL;
 }
 
+char *mt_anatomy_reading(const struct mt_anatomy *a, uint64_t t0, char *buf, size_t len)
+{
+	uint64_t d = a->sample_ts > a->at ? a->sample_ts - a->at : a->at - a->sample_ts;
+	char when[32], away[32];
+
+	if (!a->available) {
+		snprintf(buf, len, "no reading");
+		return buf;
+	}
+	mt_duration_format(a->sample_ts > t0 ? a->sample_ts - t0 : 0, when, sizeof(when));
+	mt_duration_format(d, away, sizeof(away));
+	if (!d)
+		snprintf(buf, len, "the reading at +%s, taken at that moment", when);
+	else
+		snprintf(buf, len, "the reading at +%s, %s %s, when the allocator held %s", when,
+		         away, a->sample_ts > a->at ? "after" : "before",
+		         a->same_segments ? "the same segments"
+		                          : "other segments (every part is measured then)");
+	return buf;
+}
+
 #define SAME_DRIVER_CANDIDATES 64 /* samples tried, nearest first */
 
 /* The sample to measure against (see the top). *same: the driver-layer
@@ -99,19 +120,12 @@ static int split_segments(struct mt_anatomy *a, const struct mt_lifetime *live, 
                           const struct mt_lifetime *segs, size_t nsegs)
 {
 	struct mt_segmap m;
-	size_t i;
 	int rc = mt_segmap_recorded(&m, segs, nsegs, live, nlive, a->measured_at);
 
 	if (rc < 0)
 		return rc;
-	for (i = 0; i < m.nsegs; i++) {
-		uint64_t in = mt_segmap_segment_live(&m, i);
-
-		if (in)
-			a->part[MT_PART_FRAGMENTATION] += (int64_t)(m.segs[i].bytes - in);
-		else
-			a->part[MT_PART_CACHE] += (int64_t)m.segs[i].bytes;
-	}
+	a->part[MT_PART_FRAGMENTATION] = (int64_t)mt_segmap_fragmentation(&m);
+	a->part[MT_PART_CACHE] = (int64_t)mt_segmap_cache(&m);
 	a->reserved = m.reserved;
 	a->driver_live = m.reserved;
 	mt_segmap_release(&m);
@@ -154,6 +168,7 @@ int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, siz
 	}
 	a->available = true;
 	a->sample_ts = s->ts;
+	a->same_segments = same;
 	a->used_bytes = s->used_bytes;
 	process_use = s->used_bytes;
 	if (s->process_bytes && s->process_bytes < s->used_bytes) {

@@ -1,6 +1,6 @@
 /* data.c — one device's data for the analyses: lifetimes of the request
  * and driver layers, samples, the NVTX ranges of the device's processes and
- * failed allocations; and the shared helpers (messages, growing arrays).
+ * failed allocations; and growing arrays, which every analyze file uses.
  */
 #include "config.h"
 
@@ -23,72 +23,6 @@ int an_grow(void **p, size_t *cap, size_t n, size_t size)
 		return -ENOMEM;
 	*p = q;
 	*cap = c;
-	return 0;
-}
-
-static int reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
-{
-	if (rc == -ENOMEM)
-		return an_fail(err, errlen, rc, "out of memory");
-	return an_fail(err, errlen, rc, "%s", mt_reader_message(r));
-}
-
-static int device_stats(struct mt_reader *r, uint32_t device,
-                        struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1])
-{
-	struct mt_query q = { .device = device };
-
-	return mt_reader_kind_stats(r, &q, st);
-}
-
-int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen)
-{
-	size_t count = mt_reader_device_count(r), i, m = 0;
-	uint32_t *out = calloc(count ? count : 1, sizeof(*out));
-
-	if (!out)
-		return an_fail(err, errlen, -ENOMEM, "out of memory");
-	for (i = 0; i < count; i++) {
-		struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
-		const struct mt_device *d = mt_reader_device(r, i);
-		int rc = device_stats(r, d->id, st);
-
-		if (rc < 0) {
-			free(out);
-			return reader_fail(r, rc, err, errlen);
-		}
-		if (st[MT_EVENT_ALLOC].events || st[MT_EVENT_FREE].events ||
-		    st[MT_EVENT_ALLOC_FAILED].events)
-			out[m++] = d->id;
-	}
-	*ids = out;
-	*n = m;
-	return 0;
-}
-
-int mt_device_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1)
-{
-	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
-	int rc = device_stats(r, device, st);
-	unsigned k;
-
-	*t0 = UINT64_MAX;
-	*t1 = 0;
-	if (rc < 0)
-		return rc;
-	for (k = 1; k <= MT_EVENT_KIND_MAX; k++) {
-		bool activity =
-		        k == MT_EVENT_KERNEL || k == MT_EVENT_MEMCPY || k == MT_EVENT_MEMSET;
-
-		if (!st[k].events)
-			continue;
-		if (!activity && st[k].first_ts < *t0)
-			*t0 = st[k].first_ts;
-		if (st[k].last_ts > *t1)
-			*t1 = st[k].last_ts;
-	}
-	if (*t0 == UINT64_MAX)
-		*t0 = *t1;
 	return 0;
 }
 
@@ -140,11 +74,14 @@ int mt_samples_load(struct mt_reader *r, uint32_t device, struct mt_sample **out
 
 /* The processes with allocations on the device, and the events we keep. */
 struct collect {
-	struct mt_device_data *d;
+	struct mt_analysis *d;
 	uint32_t *procs;
 	size_t nprocs;
 	size_t cap;
 	size_t range_cap, fail_cap; /* of d->ranges and d->fails */
+	bool all_ranges;
+	uint32_t *dropped; /* names of the library ranges left out */
+	size_t dropped_cap;
 };
 
 static bool has_process(const struct collect *c, uint32_t p)
@@ -167,11 +104,36 @@ static int note_process(struct collect *c, uint32_t p)
 	return 0;
 }
 
+/* Leaves out a library's own range, noting its name once. */
+static int drop_library_range(struct collect *c, const struct mt_event *ev, bool *dropped)
+{
+	const char *name = mt_reader_string(c->d->r, ev->range.name);
+	const char *domain = mt_reader_string(c->d->r, ev->range.domain);
+	size_t i;
+
+	*dropped = !c->all_ranges && an_range_is_library(name, domain);
+	if (!*dropped)
+		return 0;
+	for (i = 0; i < c->d->library_names; i++)
+		if (c->dropped[i] == ev->range.name)
+			return 0;
+	if (an_grow((void **)&c->dropped, &c->dropped_cap, i, sizeof(*c->dropped)) < 0)
+		return -ENOMEM;
+	c->dropped[c->d->library_names++] = ev->range.name;
+	return 0;
+}
+
 static int add_range(void *data, const struct mt_event *ev)
 {
 	struct collect *c = data;
-	struct mt_device_data *d = c->d;
+	struct mt_analysis *d = c->d;
+	bool dropped;
+
 	if (!has_process(c, ev->process))
+		return 0;
+	if (drop_library_range(c, ev, &dropped) < 0)
+		return -ENOMEM;
+	if (dropped)
 		return 0;
 	if (an_grow((void **)&d->ranges, &c->range_cap, d->nranges, sizeof(*d->ranges)) < 0)
 		return -ENOMEM;
@@ -190,7 +152,7 @@ static int add_range(void *data, const struct mt_event *ev)
 static int add_fail(void *data, const struct mt_event *ev)
 {
 	struct collect *c = data;
-	struct mt_device_data *d = c->d;
+	struct mt_analysis *d = c->d;
 
 	if (an_grow((void **)&d->fails, &c->fail_cap, d->nfails, sizeof(*d->fails)) < 0)
 		return -ENOMEM;
@@ -208,18 +170,18 @@ static int add_fail(void *data, const struct mt_event *ev)
 	return note_process(c, ev->process);
 }
 
-static int lifetimes(struct mt_device_data *d, unsigned layer, struct mt_lifetime **out, size_t *n)
+static int lifetimes(struct mt_analysis *d, unsigned layer, struct mt_lifetime **out, size_t *n)
 {
 	struct mt_query q = { .device = d->device };
 
 	return mt_reader_lifetimes(d->r, &q, layer, out, n);
 }
 
-static int load_events(struct mt_device_data *d)
+static int load_events(struct mt_analysis *d, bool all_ranges)
 {
 	struct mt_query fq = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC_FAILED), .device = d->device };
 	struct mt_query rq = { .kinds = MT_KIND_BIT(MT_EVENT_RANGE) };
-	struct collect c = { .d = d };
+	struct collect c = { .d = d, .all_ranges = all_ranges };
 	size_t i;
 	int rc = 0;
 
@@ -234,11 +196,12 @@ static int load_events(struct mt_device_data *d)
 	if (rc == 0)
 		rc = mt_samples_load(d->r, d->device, &d->samples, &d->nsamples);
 	free(c.procs);
+	free(c.dropped);
 	return rc;
 }
 
-int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t device, char *err,
-                        size_t errlen)
+int mt_analysis_load(struct mt_analysis *d, struct mt_reader *r, uint32_t device, bool all_ranges,
+                     char *err, size_t errlen)
 {
 	int rc;
 
@@ -260,7 +223,7 @@ int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t 
 	d->dev = mt_reader_device_by_id(r, device);
 	if (!d->dev)
 		return an_fail(err, errlen, -EINVAL, "the trace has no device %u", device);
-	rc = mt_device_span(r, device, &d->t0, &d->t1);
+	rc = mt_analyze_span(r, device, &d->t0, &d->t1);
 	if (rc == 0)
 		rc = mt_reader_request_layer(r, &d->layer);
 	if (rc == 0)
@@ -274,15 +237,15 @@ int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t 
 	if (rc == 0 && d->layer == MT_LAYER_REQUEST)
 		rc = lifetimes(d, MT_LAYER_DRIVER, &d->seg, &d->nseg);
 	if (rc == 0)
-		rc = load_events(d);
+		rc = load_events(d, all_ranges);
 	if (rc < 0) {
-		rc = reader_fail(r, rc, err, errlen);
-		mt_device_data_release(d);
+		rc = an_reader_fail(r, rc, err, errlen);
+		mt_analysis_release(d);
 	}
 	return rc;
 }
 
-void mt_device_data_release(struct mt_device_data *d)
+void mt_analysis_release(struct mt_analysis *d)
 {
 	free(d->live);
 	free(d->seg);

@@ -1,7 +1,7 @@
 /* memtrace-analyze.h — what used the memory: the computations behind
  * `memtrace report` and the viewer's anatomy.
  *
- * One device of a trace at a time. mt_device_data_load reads what the
+ * One device of a trace at a time. mt_analysis_load reads what the
  * analyses need (lifetimes of the request and driver layers, samples, the
  * NVTX ranges of the device's processes, failed allocations); the pieces
  * below work on that data:
@@ -16,7 +16,7 @@
  *    was live and which saved replays would have fit;
  *  - segment maps of the recorded allocator at a moment;
  *  - call-site strings (one frame per line, innermost first).
- * mt_device_report_build runs them all in a few passes over the data.
+ * mt_report_build runs them all in a few passes over the data.
  *
  * Times are nanoseconds on the trace's clock. Errors are negative errno
  * values (-ENOMEM, -ENOENT nothing to analyse, or what the reader returned)
@@ -60,7 +60,7 @@ struct mt_failure {
 	uint8_t layer, api;
 };
 
-struct mt_device_data {
+struct mt_analysis {
 	struct mt_reader *r;
 	const struct mt_device *dev;
 	uint32_t device;
@@ -76,9 +76,12 @@ struct mt_device_data {
 	size_t nsamples;
 	/* NVTX ranges of the processes with events on this device (ranges are
 	 * recorded on a process's first device row, so every device's are read
-	 * and matched by process), in start order */
+	 * and matched by process), in start order; without the ranges libraries
+	 * open for their own work (CUB, Thrust, cuBLAS, cuDNN...) unless loaded
+	 * with all_ranges */
 	struct mt_range *ranges;
 	size_t nranges;
+	size_t library_names; /* distinct names of the library ranges left out */
 	struct mt_failure *fails;
 	size_t nfails;
 };
@@ -87,19 +90,30 @@ struct mt_device_data {
  * ascending. *ids is malloc'd (may be NULL when *n is 0). */
 int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen);
 
+/* Devices are named for people by the CUDA ordinal the program saw
+ * ("device 0", mt_analyze_device_label), in reports, pictures and options;
+ * the trace's row ids stay inside. mt_analyze_device_by_ordinal finds the
+ * row of an ordinal: -ENOENT when none has it, -EEXIST when several do
+ * (processes that each saw a different GPU as that ordinal), with a
+ * message. */
+int mt_analyze_device_by_ordinal(struct mt_reader *r, unsigned ordinal, uint32_t *id, char *err,
+                                 size_t errlen);
+char *mt_analyze_device_label(const struct mt_device *dev, char *buf, size_t len);
+
 /* The first memory event (alloc, free, alloc_failed, range, sample, pool)
  * and the last event of any kind on the device; t0 = t1 = 0 when none.
  * "Time since the start" in reports and pictures counts from t0. */
-int mt_device_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1);
+int mt_analyze_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t *t1);
 
-/* Loads device (0 = the first that mt_analyze_devices lists) of r into d.
- * Lifetimes are as mt_reader_lifetimes gives them (a NO_ALLOC one has
- * start MT_TIME_UNKNOWN, a NO_FREE one end MT_TIME_UNKNOWN). -ENOENT when
- * the device holds no allocations. Release with mt_device_data_release. */
-int mt_device_data_load(struct mt_device_data *d, struct mt_reader *r, uint32_t device, char *err,
-                        size_t errlen);
+/* Loads device (0 = the first that mt_analyze_devices lists) of r into d,
+ * with the library-internal NVTX ranges when all_ranges. Lifetimes are as
+ * mt_reader_lifetimes gives them (a NO_ALLOC one has start
+ * MT_TIME_UNKNOWN, a NO_FREE one end MT_TIME_UNKNOWN). -ENOENT when the
+ * device holds no allocations. Release with mt_analysis_release. */
+int mt_analysis_load(struct mt_analysis *d, struct mt_reader *r, uint32_t device, bool all_ranges,
+                     char *err, size_t errlen);
 /* Frees what d holds (not the reader); accepts a zeroed d. */
-void mt_device_data_release(struct mt_device_data *d);
+void mt_analysis_release(struct mt_analysis *d);
 
 /* Reads the samples of device (0 = all) in time order; *out malloc'd. */
 int mt_samples_load(struct mt_reader *r, uint32_t device, struct mt_sample **out, size_t *n);
@@ -160,6 +174,17 @@ int mt_segmap_add_block(struct mt_segmap *m, uint64_t address, uint64_t bytes, b
 void mt_segmap_finish(struct mt_segmap *m);
 /* Bytes of live blocks in segment i. */
 uint64_t mt_segmap_segment_live(const struct mt_segmap *m, size_t i);
+
+/* Fragmentation, memtrace's one definition (the report, replay, every
+ * picture): at a moment, the free bytes inside segments that hold at least
+ * one live block. Free segments are the allocator's cache, not
+ * fragmentation (mt_segmap_cache). As a share, fragmentation counts against
+ * the bytes reserved at that moment: mt_fragmentation_share. */
+uint64_t mt_segmap_fragmentation(const struct mt_segmap *m);
+/* The bytes of segments with nothing live in them. */
+uint64_t mt_segmap_cache(const struct mt_segmap *m);
+/* fragmentation / reserved, 0 when nothing is reserved. */
+double mt_fragmentation_share(uint64_t fragmentation, uint64_t reserved);
 /* Frees the arrays; accepts a zeroed map. */
 void mt_segmap_release(struct mt_segmap *m);
 
@@ -176,23 +201,32 @@ enum mt_anatomy_part {
 #define MT_PART_COUNT 6
 
 struct mt_anatomy {
-	/* false: no sample on the device; why says so. The parts that need no
-	 * sample (cache, fragmentation, live) are filled all the same. */
+	/* false: no reading on the device; why says so. The parts that need no
+	 * reading (cache, fragmentation, live) are filled all the same. */
 	bool available;
 	char why[96];
-	uint64_t at;                 /* the moment asked */
-	uint64_t measured_at;        /* the parts' moment: `at`, or the sample's (below) */
-	uint64_t sample_ts;          /* the sample used: the nearest with the same
-	                                driver-layer memory as at `at` (measured_at =
-	                                at), else the nearest (measured_at = its ts) */
-	uint64_t used_bytes;         /* the total: the sample's device memory in use */
-	uint64_t process_bytes;      /* the sample's process share, 0 unknown */
+	uint64_t at;          /* the moment asked */
+	uint64_t measured_at; /* the parts' moment: `at`, or the reading's (below) */
+	/* The reading used (a sample: device memory in use, what nvidia-smi
+	 * shows): the nearest taken while the driver-layer memory was the same
+	 * as at `at` (same_segments; measured_at = at: the device's use was
+	 * the same then), else the nearest (measured_at = its ts). */
+	uint64_t sample_ts;
+	bool same_segments;
+	uint64_t used_bytes;         /* the total: the reading's device memory in use */
+	uint64_t process_bytes;      /* the reading's process share, 0 unknown */
 	uint64_t driver_live;        /* driver-layer bytes live at `at` */
 	uint64_t reserved;           /* segment bytes live (= driver_live with segments) */
 	unsigned layer;              /* layer of the live part */
 	bool cache_known;            /* false: no segments recorded (as-is capture) */
 	int64_t part[MT_PART_COUNT]; /* sum = used_bytes when available */
 };
+
+/* Which reading an anatomy used and how far it lies from the moment asked,
+ * in words ("the reading at +735 ms, 29.0 ms after, when the allocator held
+ * the same segments"), times since t0; into buf, which it returns. "no
+ * reading" when none. */
+char *mt_anatomy_reading(const struct mt_anatomy *a, uint64_t t0, char *buf, size_t len);
 
 /* Stable JSON key of a part ("other_processes", "cuda_context_and_libraries",
  * "allocator_cache", "fragmentation", "live_allocations", "unexplained"),
@@ -228,6 +262,17 @@ char *mt_site_frame(const char *stack, size_t i, char *buf, size_t len);
  * "/site-packages/torch/" or "/dist-packages/torch/"), else the
  * innermost frame. Returns its index, or (size_t)-1 when stack is empty. */
 size_t mt_site_display_index(const char *stack);
+/* The directory that the program's own files share: the longest common
+ * directory of the display frames (above) of stacks that are Python frames
+ * outside installed packages (site-packages, dist-packages) and the
+ * standard library (lib/pythonX.Y); "" when there is none or it is "/".
+ * Into buf (len bytes), which it returns. */
+char *mt_site_program_dir(const char *const *stacks, size_t n, char *buf, size_t len);
+/* A frame shortened for people: a path inside an installed package from
+ * the package's folder on ("transformers/loss/loss_utils.py:40:f"), a path
+ * under program_dir relative to it ("train.py:42:step"), else the frame as
+ * it is. Into buf, which it returns. */
+char *mt_site_shorten(const char *frame, const char *program_dir, char *buf, size_t len);
 
 /* ---- NVTX ranges ---------------------------------------------------------- */
 
@@ -244,15 +289,37 @@ struct mt_range_stats {
 	uint64_t peak_at;
 };
 
+/* A range's name for people: "NAME" or "NAME [DOMAIN]", "(unnamed)" for
+ * none. Into buf, which it returns. */
+char *mt_range_label(struct mt_reader *r, uint32_t name, uint32_t domain, char *buf, size_t len);
+
 /* ---- the report -------------------------------------------------------------- */
 
-#define MT_REPORT_TOP 20
+#define MT_REPORT_TOP 20 /* rows of a list unless asked otherwise */
 #define MT_REPORT_OOM_LARGEST 5
+#define MT_REPORT_OOM_DETAILED 20 /* OOMs explained in full; later ones keep their figures */
 
 /* An allocation in a report's list. */
 struct mt_report_alloc {
 	const struct mt_lifetime *l;  /* into the report's data */
 	const struct mt_range *range; /* innermost range open when allocated, or NULL */
+};
+
+/* How the allocations live at the moment are listed. */
+enum mt_report_by {
+	MT_REPORT_BY_SITE = 0,   /* grouped by the frame that names them (mt_site_display_index),
+	                            or the innermost range when they have no call site */
+	MT_REPORT_BY_RANGE = 1,  /* grouped by the innermost NVTX range name */
+	MT_REPORT_BY_TENSOR = 2, /* one row per allocation */
+};
+
+/* A group of the allocations live at the moment: those sharing a key. */
+struct mt_report_group {
+	char *key;      /* "path:line:function", "in NAME [DOMAIN]", or "" (neither) */
+	bool is_site;   /* the key is a call-site frame */
+	uint64_t count; /* allocations */
+	uint64_t bytes;
+	struct mt_report_alloc largest; /* the group's largest allocation */
 };
 
 /* A saved replay of the device (the latest per policy and parameters). */
@@ -262,41 +329,86 @@ struct mt_report_replay {
 	uint64_t oom_count;
 };
 
+/* What a failed allocation was to the program (see mt_report.failures). */
+enum mt_failure_role {
+	MT_FAILURE_OOM = 0,       /* the failure the program saw: one OOM */
+	MT_FAILURE_ATTEMPT = 1,   /* a driver call behind an OOM (the framework's attempts) */
+	MT_FAILURE_RECOVERED = 2, /* a driver call the framework recovered from (it freed
+	                             its cache and retried): no OOM */
+};
+
+struct mt_report_failure {
+	enum mt_failure_role role;
+	size_t oom; /* OOM and ATTEMPT: the OOM's index, in time order */
+};
+
+/* The role of each of d's failures (roles: d->nfails entries) and the
+ * number of OOMs the program saw (README.md's glossary, "OOM"). Returns 0
+ * or -ENOMEM. */
+int mt_failure_roles(const struct mt_analysis *d, struct mt_report_failure *roles, size_t *nooms);
+
+/* A saved replay's verdict on one OOM (README.md, glossary: "held"). */
+struct mt_oom_verdict {
+	/* the policy's reserved peak up to the OOM's moment (its saved series)
+	 * plus the request in 2 MiB pages: a capacity with which it holds it */
+	uint64_t needs;
+	bool held; /* needs <= the OOM's room */
+};
+
+/* One OOM the program saw: a framework's failure (PyTorch's OutOfMemoryError)
+ * with the driver attempts that caused it, or a failed driver call where no
+ * framework recorded its requests. Figures are defined once, in README.md's
+ * glossary. */
 struct mt_report_oom {
-	const struct mt_failure *f;
-	/* false past the first 100 failures: only the recorded figures (f) */
-	bool detailed;
-	uint64_t live_bytes; /* of the live layer at the failure's moment */
+	const struct mt_failure *f; /* the failure the program saw */
+	size_t attempts;            /* driver attempts behind it */
+	uint64_t free_bytes;        /* free memory the driver reported on the device then,
+	                               from the last attempt (else f); UINT64_MAX unknown */
+	bool detailed;              /* false past the first MT_REPORT_OOM_DETAILED: f only */
+	uint64_t live_bytes;        /* of the live layer at f's moment */
+	uint64_t reserved;          /* the recorded allocator's segments then (0 unknown) */
+	struct mt_anatomy anatomy;  /* at f's moment */
 	struct mt_report_alloc largest[MT_REPORT_OOM_LARGEST];
 	size_t nlargest;
-	/* what the allocator could have held: the device total less the
-	 * sampled use outside the allocator (other processes, context), when a
-	 * sample is known; else the device total */
-	uint64_t budget;
-	bool budget_sampled;
-	/* per saved replay (same order as the report's replays): fits = no OOM
-	 * and peak reserved <= budget */
-	bool *fits;
+	/* room for the allocator: the device total less what the reading
+	 * shows outside the allocator (other processes, CUDA context and
+	 * libraries); the device total when there is no reading */
+	uint64_t room;
+	bool room_from_reading;
+	uint64_t lower_bound;            /* live_bytes + the request: no allocator needs less */
+	struct mt_oom_verdict *verdicts; /* per saved replay, as mt_report.replays */
+	size_t smallest;                 /* the replay that needs least, (size_t)-1 none */
 };
 
 struct mt_report_options {
-	bool at_set; /* false: the peak */
-	uint64_t at; /* since t0 */
+	bool all_ranges;      /* keep the library-internal NVTX ranges (mt_analysis_load) */
+	bool at_set;          /* false: the peak */
+	uint64_t at;          /* since t0 */
+	size_t top;           /* rows of the lists, 0 = MT_REPORT_TOP */
+	enum mt_report_by by; /* how the allocations live at the moment are listed */
 	/* called between stages and every ~1% of the sweep when set */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;
 };
 
-struct mt_device_report {
-	struct mt_device_data data;
-	uint64_t peak_bytes, peak_at; /* of the live layer */
-	uint64_t at;                  /* the moment asked (absolute), = peak_at by default */
-	struct mt_anatomy anatomy;    /* at `at` */
-	uint64_t live_at_bytes;       /* live bytes at `at` */
-	struct mt_report_alloc top[MT_REPORT_TOP]; /* largest live at `at`, descending */
-	size_t ntop;
-	struct mt_report_alloc top_peak[MT_REPORT_TOP]; /* the same at the peak */
+struct mt_report {
+	struct mt_analysis data;
+	size_t top;                      /* rows of the lists (the options' or MT_REPORT_TOP) */
+	uint64_t peak_bytes, peak_at;    /* of the live layer */
+	uint64_t at;                     /* the moment asked (absolute), = peak_at by default */
+	struct mt_anatomy anatomy;       /* at `at` */
+	uint64_t live_at_bytes;          /* live bytes at `at` */
+	uint64_t live_at_count;          /* allocations live at `at` */
+	struct mt_report_alloc *tensors; /* the `top` largest live at `at`, descending */
+	size_t ntensors;
+	struct mt_report_group *groups; /* by site or range: every group, by bytes descending */
+	size_t ngroups;
+	struct mt_report_alloc *top_peak; /* the `top` largest live at the peak */
 	size_t ntop_peak;
+	/* the directory the program's own files share (the longest common
+	 * directory of the call-site frames outside installed packages), for
+	 * shortening paths; "" when none */
+	char program_dir[512];
 	/* bytes live at the peak whose allocation has a call site or a range,
 	 * and their share of peak_bytes (0 when the peak is 0) */
 	uint64_t attributed_bytes;
@@ -304,21 +416,81 @@ struct mt_device_report {
 	struct mt_range_stats *ranges; /* by bytes allocated, descending */
 	size_t nranges;
 	uint64_t never_freed_count, never_freed_bytes;
-	struct mt_report_alloc never_freed[MT_REPORT_TOP]; /* largest first */
+	struct mt_report_alloc *never_freed; /* the `top` largest */
 	size_t nnever_freed;
 	struct mt_report_replay *replays;
 	size_t nreplays;
-	struct mt_report_oom *ooms; /* one per failed allocation, in time order */
+	struct mt_report_failure *failures; /* per data.fails */
+	struct mt_report_oom *ooms;         /* one per OOM the program saw, in time order */
 	size_t nooms;
+	size_t framework_failures, driver_attempts, recovered_attempts;
 	const struct mt_range **range_of; /* per live lifetime (private) */
 };
 
 /* Builds the report of device (0 = the first with allocations) of r.
- * Returns 0, -EINVAL when the moment asked lies after the trace, or what
- * loading returned, with a message. Release with mt_device_report_release. */
-int mt_device_report_build(struct mt_device_report *rep, struct mt_reader *r, uint32_t device,
-                           const struct mt_report_options *opt, char *err, size_t errlen);
+ * Returns 0, -ERANGE when the moment asked lies after the trace, or what
+ * loading returned, with a message. Release with mt_report_release. */
+int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
+                    const struct mt_report_options *opt, char *err, size_t errlen);
 /* Accepts a zeroed report. */
-void mt_device_report_release(struct mt_device_report *rep);
+void mt_report_release(struct mt_report *rep);
+
+/* ---- two runs compared --------------------------------------------------- */
+
+/* Two traces of the same program (before and after a change), each its
+ * first device with allocations, compared: peaks side by side, per NVTX
+ * range name, the call sites whose bytes live at the peak changed most,
+ * what was allocated in only one run, and the OOMs of each. Call sites are
+ * matched by the frame that names them (mt_site_display_index); an
+ * allocation without one is named by its innermost NVTX range. Index 0 of
+ * every pair is run A, 1 run B. */
+
+#define MT_COMPARE_TOP 20
+#define MT_COMPARE_OOMS 5
+
+struct mt_compare_run {
+	uint32_t device;
+	uint64_t peak_live, peak_live_at; /* since the run's start */
+	uint64_t peak_reserved;           /* segments, else driver allocations */
+	uint64_t allocations, bytes_allocated;
+	unsigned layer;
+	uint64_t nooms;
+	struct {
+		uint64_t at, bytes; /* since the run's start; requested */
+	} oom[MT_COMPARE_OOMS];
+};
+
+struct mt_compare_range {
+	char name[128];
+	uint64_t instances[2], allocations[2], bytes_allocated[2], peak_live[2];
+};
+
+struct mt_compare_site {
+	char name[512]; /* the frame, or "in RANGE", or "(no call site or range)" */
+	uint64_t bytes[2], count[2];
+};
+
+struct mt_compare {
+	struct mt_compare_run run[2];
+	struct mt_compare_range *ranges; /* by the larger bytes allocated */
+	size_t nranges;
+	/* bytes live at each run's peak per call site, by |B - A| descending */
+	struct mt_compare_site *at_peak;
+	size_t nat_peak;
+	/* (call site, requested size) pairs allocated in one run only, by
+	 * bytes descending: only[0] in A alone, only[1] in B alone; name holds
+	 * "SIZE B at FRAME" or "SIZE B in RANGE" */
+	struct mt_compare_site *only[2];
+	size_t nonly[2];
+	uint64_t only_count[2], only_bytes[2]; /* allocations and bytes in all */
+};
+
+/* Compares the runs in a and b. 0, or -ENOENT when one holds no
+ * allocations, or what loading returned, with a message. Release with
+ * mt_compare_release. */
+int mt_compare_build(struct mt_compare *c, struct mt_reader *a, struct mt_reader *b, char *err,
+                     size_t errlen);
+/* Accepts a zeroed c. */
+void mt_compare_release(struct mt_compare *c);
 
 #endif /* MEMTRACE_ANALYZE_H */

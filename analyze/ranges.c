@@ -36,9 +36,9 @@ static int by_name(const void *a, const void *b)
 }
 
 /* key[i] of every range, and one stats row per distinct (name, domain). */
-static int name_keys(struct mt_device_report *rep, size_t *key)
+static int name_keys(struct mt_report *rep, size_t *key)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	struct named *v = malloc((d->nranges ? d->nranges : 1) * sizeof(*v));
 	size_t i, k = 0;
 
@@ -81,7 +81,7 @@ struct stack {
 };
 
 struct sweep {
-	struct mt_device_report *rep;
+	struct mt_report *rep;
 	const struct mt_report_options *opt;
 	size_t *key;
 	struct open_name *open;
@@ -215,7 +215,7 @@ struct streams {
 
 static int build_streams(struct sweep *s, struct streams *e)
 {
-	const struct mt_device_data *d = &s->rep->data;
+	const struct mt_analysis *d = &s->rep->data;
 	size_t i;
 
 	e->allocs = malloc((d->nlive + 1) * sizeof(*e->allocs));
@@ -279,10 +279,10 @@ static int run(struct sweep *s, struct streams *e)
 	return rc;
 }
 
-int an_ranges_sweep(struct mt_device_report *rep, const struct mt_report_options *opt, char *err,
+int an_ranges_sweep(struct mt_report *rep, const struct mt_report_options *opt, char *err,
                     size_t errlen)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	struct sweep s = { .rep = rep, .opt = opt };
 	struct streams e = { 0 };
 	size_t i;

@@ -28,10 +28,33 @@ static void stage(const struct mt_report_options *opt, uint64_t done)
 		opt->progress(opt->progress_data, done, 100);
 }
 
-/* Attribution at the peak and the allocations never freed. */
-static void tally(struct mt_device_report *rep)
+/* The directory of the program's own files, from the call sites of the
+ * allocations and failures. */
+static int program_dir(struct mt_report *rep)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
+	const char **stacks = malloc((d->nlive + d->nfails + 1) * sizeof(*stacks));
+	uint32_t last = 0;
+	size_t i, n = 0;
+
+	if (!stacks)
+		return -ENOMEM;
+	for (i = 0; i < d->nlive + d->nfails; i++) {
+		uint32_t site = i < d->nlive ? d->live[i].site : d->fails[i - d->nlive].site;
+
+		if (site && site != last)
+			stacks[n++] = mt_reader_string(d->r, site);
+		last = site;
+	}
+	mt_site_program_dir(stacks, n, rep->program_dir, sizeof(rep->program_dir));
+	free(stacks);
+	return 0;
+}
+
+/* Attribution at the peak and the allocations never freed. */
+static int tally(struct mt_report *rep)
+{
+	const struct mt_analysis *d = &rep->data;
 	size_t i;
 
 	for (i = 0; i < d->nlive; i++) {
@@ -41,22 +64,57 @@ static void tally(struct mt_device_report *rep)
 			rep->never_freed_count++;
 			rep->never_freed_bytes += l->bytes;
 		}
+		if (mt_lifetime_live_at(l, rep->at))
+			rep->live_at_count++;
 		if ((l->site || rep->range_of[i]) && mt_lifetime_live_at(l, rep->peak_at))
 			rep->attributed_bytes += l->bytes;
 	}
 	rep->attributed_fraction =
 	        rep->peak_bytes ? (double)rep->attributed_bytes / (double)rep->peak_bytes : 0.0;
-	rep->nnever_freed = an_largest(rep, never_freed, NULL, rep->never_freed, MT_REPORT_TOP);
+	return an_largest_new(rep, never_freed, NULL, rep->top, &rep->never_freed,
+	                      &rep->nnever_freed);
 }
 
-int mt_device_report_build(struct mt_device_report *rep, struct mt_reader *r, uint32_t device,
-                           const struct mt_report_options *opt, char *err, size_t errlen)
+/* The moment asked, checked against the device's events. */
+static int moment(struct mt_report *rep, const struct mt_report_options *opt, char *err,
+                  size_t errlen)
 {
-	struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
+	char a[32], b[32];
+
+	rep->at = rep->peak_at;
+	if (!opt || !opt->at_set)
+		return 0;
+	if (opt->at > d->t1 - d->t0)
+		return an_fail(err, errlen, -ERANGE,
+		               "--at %s lies after the end of device %u's events (+%s)",
+		               mt_duration_format(opt->at, a, sizeof(a)), d->dev->ordinal,
+		               mt_duration_format(d->t1 - d->t0, b, sizeof(b)));
+	rep->at = d->t0 + opt->at;
+	return 0;
+}
+
+/* The lists of the moment and of the peak. */
+static int lists(struct mt_report *rep, const struct mt_report_options *opt)
+{
+	enum mt_report_by by = opt ? opt->by : MT_REPORT_BY_SITE;
+
+	if (an_largest_new(rep, live_then, &rep->at, rep->top, &rep->tensors, &rep->ntensors) < 0 ||
+	    an_largest_new(rep, live_then, &rep->peak_at, rep->top, &rep->top_peak,
+	                   &rep->ntop_peak) < 0)
+		return -ENOMEM;
+	return by == MT_REPORT_BY_TENSOR ? 0 : an_groups(rep, by == MT_REPORT_BY_SITE);
+}
+
+int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
+                    const struct mt_report_options *opt, char *err, size_t errlen)
+{
+	struct mt_analysis *d = &rep->data;
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
-	rc = mt_device_data_load(d, r, device, err, errlen);
+	rep->top = opt && opt->top ? opt->top : MT_REPORT_TOP;
+	rc = mt_analysis_load(d, r, device, opt && opt->all_ranges, err, errlen);
 	if (rc < 0)
 		return rc;
 	stage(opt, 0);
@@ -67,26 +125,16 @@ int mt_device_report_build(struct mt_device_report *rep, struct mt_reader *r, ui
 	}
 	if (!rep->peak_bytes)
 		rep->peak_at = d->t0;
-	rep->at = rep->peak_at;
-	if (opt && opt->at_set) {
-		if (opt->at > d->t1 - d->t0) {
-			char a[32], b[32];
-
-			rc = an_fail(err, errlen, -ERANGE,
-			             "--at %s lies after the end of device %u's events (+%s)",
-			             mt_duration_format(opt->at, a, sizeof(a)), d->device,
-			             mt_duration_format(d->t1 - d->t0, b, sizeof(b)));
-			goto fail;
-		}
-		rep->at = d->t0 + opt->at;
-	}
-	rc = an_ranges_sweep(rep, opt, err, errlen);
+	rc = moment(rep, opt, err, errlen);
+	if (rc == 0)
+		rc = an_ranges_sweep(rep, opt, err, errlen);
 	if (rc < 0)
 		goto fail;
-	tally(rep);
+	if (tally(rep) < 0 || lists(rep, opt) < 0 || program_dir(rep) < 0) {
+		rc = an_fail(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
 	rep->live_at_bytes = mt_live_at(d->live, d->nlive, rep->at);
-	rep->ntop = an_largest(rep, live_then, &rep->at, rep->top, MT_REPORT_TOP);
-	rep->ntop_peak = an_largest(rep, live_then, &rep->peak_at, rep->top_peak, MT_REPORT_TOP);
 	rc = mt_anatomy_compute(&rep->anatomy, d->live, d->nlive, d->layer, d->seg, d->nseg,
 	                        d->samples, d->nsamples, rep->at, err, errlen);
 	if (rc == 0)
@@ -96,20 +144,27 @@ int mt_device_report_build(struct mt_device_report *rep, struct mt_reader *r, ui
 	stage(opt, 100);
 	return 0;
 fail:
-	mt_device_report_release(rep);
+	mt_report_release(rep);
 	return rc;
 }
 
-void mt_device_report_release(struct mt_device_report *rep)
+void mt_report_release(struct mt_report *rep)
 {
 	size_t i;
 
 	for (i = 0; i < rep->nooms; i++)
-		free(rep->ooms[i].fits);
+		free(rep->ooms[i].verdicts);
+	for (i = 0; i < rep->ngroups; i++)
+		free(rep->groups[i].key);
 	free(rep->ooms);
+	free(rep->failures);
+	free(rep->groups);
+	free(rep->tensors);
+	free(rep->top_peak);
+	free(rep->never_freed);
 	free(rep->replays);
 	free(rep->ranges);
 	free(rep->range_of);
-	mt_device_data_release(&rep->data);
+	mt_analysis_release(&rep->data);
 	memset(rep, 0, sizeof(*rep));
 }

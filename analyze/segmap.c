@@ -77,6 +77,33 @@ uint64_t mt_segmap_segment_live(const struct mt_segmap *m, size_t i)
 	return live;
 }
 
+uint64_t mt_segmap_fragmentation(const struct mt_segmap *m)
+{
+	uint64_t bytes = 0, live;
+	size_t i;
+
+	for (i = 0; i < m->nsegs; i++)
+		if ((live = mt_segmap_segment_live(m, i)))
+			bytes += m->segs[i].bytes - live;
+	return bytes;
+}
+
+uint64_t mt_segmap_cache(const struct mt_segmap *m)
+{
+	uint64_t bytes = 0;
+	size_t i;
+
+	for (i = 0; i < m->nsegs; i++)
+		if (!mt_segmap_segment_live(m, i))
+			bytes += m->segs[i].bytes;
+	return bytes;
+}
+
+double mt_fragmentation_share(uint64_t fragmentation, uint64_t reserved)
+{
+	return reserved ? (double)fragmentation / (double)reserved : 0.0;
+}
+
 struct span {
 	uint64_t address, bytes;
 };

@@ -1,5 +1,6 @@
 /* sites.c — call-site strings: the call stack, one frame per line,
- * innermost first; which frame names an allocation for people.
+ * innermost first; which frame names an allocation for people, and how its
+ * path is shortened for them.
  */
 #include "config.h"
 
@@ -52,20 +53,31 @@ char *mt_site_frame(const char *stack, size_t i, char *buf, size_t len)
 	return buf;
 }
 
+/* Where in f[0..len) the first of needles ends, or NULL. */
+static const char *after_any(const char *f, size_t len, const char *const *needles, size_t n)
+{
+	size_t k, i;
+
+	for (i = 0; i < len; i++)
+		for (k = 0; k < n; k++) {
+			size_t m = strlen(needles[k]);
+
+			if (i + m <= len && !memcmp(f + i, needles[k], m))
+				return f + i + m;
+		}
+	return NULL;
+}
+
+static const char *const packages[] = { "/site-packages/", "/dist-packages/" };
+#define NPACKAGES (sizeof(packages) / sizeof(packages[0]))
+
 /* Whether the frame lies inside PyTorch's own installed package (not any
  * path with a "torch" folder: environments live in /opt/torch/.venv). */
 static bool in_torch(const char *f, size_t len)
 {
 	static const char *const needles[] = { "/site-packages/torch/", "/dist-packages/torch/" };
-	size_t k, i;
 
-	for (k = 0; k < sizeof(needles) / sizeof(needles[0]); k++) {
-		size_t n = strlen(needles[k]);
-		for (i = 0; i + n <= len; i++)
-			if (!memcmp(f + i, needles[k], n))
-				return true;
-	}
-	return false;
+	return after_any(f, len, needles, 2) != NULL;
 }
 
 size_t mt_site_display_index(const char *stack)
@@ -79,4 +91,76 @@ size_t mt_site_display_index(const char *stack)
 		if (!in_torch(f, len))
 			return i;
 	return i ? 0 : (size_t)-1;
+}
+
+/* Length of the path of a Python frame "path:line:function" (path starts
+ * with '/'), 0 for another frame. */
+static size_t python_path(const char *f)
+{
+	const char *colon;
+
+	if (f[0] != '/' || strchr(f, '\n'))
+		return 0;
+	colon = strchr(f, ':');
+	return colon ? (size_t)(colon - f) : 0;
+}
+
+/* Whether a path lies in the standard library (".../lib/python3.12/"). */
+static bool in_stdlib(const char *f, size_t len)
+{
+	static const char *const needles[] = { "/lib/python3" };
+
+	return after_any(f, len, needles, 1) != NULL;
+}
+
+char *mt_site_program_dir(const char *const *stacks, size_t n, char *buf, size_t len)
+{
+	char frame[1024];
+	size_t i, have = 0, k;
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	for (i = 0; i < n; i++) {
+		size_t d = mt_site_display_index(stacks[i]), plen, dir;
+
+		if (d == (size_t)-1)
+			continue;
+		mt_site_frame(stacks[i], d, frame, sizeof(frame));
+		plen = python_path(frame);
+		if (!plen || after_any(frame, plen, packages, NPACKAGES) || in_stdlib(frame, plen))
+			continue;
+		for (dir = plen; dir > 0 && frame[dir - 1] != '/'; dir--)
+			;
+		if (!have) {
+			have = dir < len ? dir : len - 1;
+			memcpy(buf, frame, have);
+			buf[have] = '\0';
+			continue;
+		}
+		/* the common directory of buf and this one */
+		for (k = 0; k < have && k < dir && buf[k] == frame[k]; k++)
+			;
+		while (k > 0 && buf[k - 1] != '/')
+			k--;
+		have = k;
+		buf[have] = '\0';
+	}
+	if (have <= 1)
+		buf[0] = '\0';
+	return buf;
+}
+
+char *mt_site_shorten(const char *frame, const char *program_dir, char *buf, size_t len)
+{
+	size_t plen = python_path(frame), dlen = program_dir ? strlen(program_dir) : 0;
+	const char *pkg = plen ? after_any(frame, plen, packages, NPACKAGES) : NULL;
+
+	if (pkg)
+		snprintf(buf, len, "%s", pkg);
+	else if (plen && dlen && dlen < plen && !strncmp(frame, program_dir, dlen))
+		snprintf(buf, len, "%s", frame + dlen);
+	else
+		snprintf(buf, len, "%s", frame);
+	return buf;
 }

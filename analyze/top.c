@@ -3,13 +3,16 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <stdlib.h>
+
 #include "analyze-private.h"
 
-size_t an_largest(const struct mt_device_report *rep,
+size_t an_largest(const struct mt_report *rep,
                   bool (*keep)(const struct mt_lifetime *l, const void *data), const void *data,
                   struct mt_report_alloc *out, size_t n)
 {
-	const struct mt_device_data *d = &rep->data;
+	const struct mt_analysis *d = &rep->data;
 	size_t i, k = 0, j;
 
 	if (!n)
@@ -26,4 +29,15 @@ size_t an_largest(const struct mt_device_report *rep,
 		out[j] = (struct mt_report_alloc){ l, rep->range_of ? rep->range_of[i] : NULL };
 	}
 	return k;
+}
+
+int an_largest_new(const struct mt_report *rep,
+                   bool (*keep)(const struct mt_lifetime *l, const void *data), const void *data,
+                   size_t n, struct mt_report_alloc **out, size_t *found)
+{
+	*out = calloc(n + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	*found = an_largest(rep, keep, data, *out, n);
+	return 0;
 }

@@ -14,6 +14,7 @@
 
 #include "cli-util.h"
 #include "memtrace-common.h"
+#include "memtrace-replay.h"
 
 static void vprint_line(const char *cmd, const char *suffix, const char *fmt, va_list ap)
 {
@@ -156,42 +157,41 @@ char *cli_command_line(int argc, char **argv)
 
 int cli_keep_old(const char *cmd, const char *path)
 {
-	static const char *const suffixes[] = { "-wal", "-shm", "" };
-	struct stat st;
-	char from[PATH_MAX], to[PATH_MAX];
-	size_t i;
+	char kept[PATH_MAX + 16], err[PATH_MAX + 256];
+	int rc = mt_trace_keep_previous(path, kept, sizeof(kept), err, sizeof(err));
 
-	if (lstat(path, &st) < 0) {
-		if (errno == ENOENT)
-			return CLI_EXIT_OK;
-		cli_error(cmd, "%s: %s", path, strerror(errno));
+	if (rc < 0) {
+		cli_error(cmd, "%s", err);
 		return CLI_EXIT_FAILURE;
 	}
-	/* the journal files of an earlier .old would attach themselves to the
-	 * file renamed over it */
-	for (i = 0; i < 2; i++) {
-		snprintf(to, sizeof(to), "%s.old%s", path, suffixes[i]);
-		if (unlink(to) < 0 && errno != ENOENT) {
-			cli_error(cmd, "cannot remove %s: %s", to, strerror(errno));
-			return CLI_EXIT_FAILURE;
-		}
-	}
-	/* journals first: a crash in between leaves the database beside the
-	 * journals it needs under one of the two names */
-	for (i = 0; i < 3; i++) {
-		if ((size_t)snprintf(from, sizeof(from), "%s%s", path, suffixes[i]) >=
-		            sizeof(from) ||
-		    (size_t)snprintf(to, sizeof(to), "%s.old%s", path, suffixes[i]) >= sizeof(to)) {
-			cli_error(cmd, "%s: path too long", path);
-			return CLI_EXIT_FAILURE;
-		}
-		if (rename(from, to) < 0 && (errno != ENOENT || !*suffixes[i])) {
-			cli_error(cmd, "cannot keep %s as %s: %s", from, to, strerror(errno));
-			return CLI_EXIT_FAILURE;
-		}
-	}
-	fprintf(stderr, "memtrace %s: kept the existing %s as %s\n", cmd, path, to);
+	if (rc > 0)
+		fprintf(stderr, "memtrace %s: kept the existing %s as %s\n", cmd, path, kept);
 	return CLI_EXIT_OK;
+}
+
+int cli_incomplete_note(struct mt_reader *r, char *line, size_t len)
+{
+	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
+	uint64_t until, start = MT_TIME_UNKNOWN;
+	char at[32];
+
+	line[0] = '\0';
+	if (mt_reader_incomplete(r, &until) != 1)
+		return 0;
+	if (mt_reader_kind_stats(r, NULL, stats) == 0)
+		for (unsigned k = 1; k <= MT_EVENT_KIND_MAX; k++)
+			if (stats[k].events && stats[k].first_ts < start)
+				start = stats[k].first_ts;
+	if (start == MT_TIME_UNKNOWN)
+		snprintf(line, len,
+		         "incomplete: a writer stopped without closing the trace before "
+		         "it committed any event");
+	else
+		snprintf(line, len,
+		         "incomplete: a writer stopped without closing the trace; only the events "
+		         "before +%s are used",
+		         mt_duration_format(until - start, at, sizeof(at)));
+	return 1;
 }
 
 int cli_print_json(json_t *value)
@@ -240,6 +240,14 @@ void cli_progress_update(struct cli_progress *p, uint64_t done)
 	fflush(stderr);
 }
 
+void cli_progress_callback(void *arg, uint64_t done, uint64_t total)
+{
+	struct cli_progress *p = arg;
+
+	p->total = total;
+	cli_progress_update(p, done);
+}
+
 void cli_progress_done(struct cli_progress *p)
 {
 	if (p->enabled && p->last_draw_ns)
@@ -251,4 +259,58 @@ int cli_not_built(const char *cmd, const char *why)
 {
 	cli_error(cmd, "not built yet (%s)", why);
 	return CLI_EXIT_FAILURE;
+}
+
+/* Splits "a,b:k=v,k=v,c" into specs: a token starts a new spec when it has
+ * a ':' or no '='; else it is one more parameter of the spec before it. */
+static int split_policies(const char *arg, char specs[][CLI_POLICY_SPEC], size_t max, size_t *n)
+{
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "%s", arg);
+	*n = 0;
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		bool param = strchr(tok, '=') && !strchr(tok, ':');
+		if (param && *n) {
+			size_t len = strlen(specs[*n - 1]);
+			snprintf(specs[*n - 1] + len, CLI_POLICY_SPEC - len, ",%s", tok);
+			continue;
+		}
+		if (*n == max)
+			return -E2BIG;
+		snprintf(specs[(*n)++], CLI_POLICY_SPEC, "%s", tok);
+	}
+	return 0;
+}
+
+static int check_policy(const char *cmd, const char *spec)
+{
+	char name[CLI_POLICY_SPEC], valid[512] = "";
+	snprintf(name, sizeof(name), "%s", spec);
+	name[strcspn(name, ":")] = '\0';
+	if (mt_policy_find(name))
+		return CLI_EXIT_OK;
+	size_t used = 0;
+	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
+		used += (size_t)snprintf(valid + used, sizeof(valid) - used, "%s%s",
+		                         used ? ", " : "", (*p)->name);
+	return cli_usage_error(cmd, "unknown policy '%s' (valid: %s, all)", name, valid);
+}
+
+int cli_policy_specs(const char *cmd, const char *arg, char specs[][CLI_POLICY_SPEC], size_t max,
+                     size_t *n)
+{
+	int rc;
+	*n = 0;
+	if (!strcmp(arg, "all")) {
+		for (const struct mt_policy_ops *const *p = mt_policy_list(); *p && *n < max; p++)
+			snprintf(specs[(*n)++], CLI_POLICY_SPEC, "%s", (*p)->name);
+		return CLI_EXIT_OK;
+	}
+	if (split_policies(arg, specs, max, n) < 0 || *n == 0)
+		return cli_usage_error(cmd, "--policy: bad list '%s'", arg);
+	for (size_t i = 0; i < *n; i++)
+		if ((rc = check_policy(cmd, specs[i])) != CLI_EXIT_OK)
+			return rc;
+	return CLI_EXIT_OK;
 }

@@ -63,11 +63,19 @@ int cli_bad_option(const char *cmd, int c, char **argv);
  * malloc'd, NULL when out of memory. */
 char *cli_command_line(int argc, char **argv);
 
-/* Before a command writes a new trace at path: an existing file there is
- * kept by renaming it (with its -wal and -shm files) to path.old, replacing
- * an earlier .old, and a note says so on stderr. Returns CLI_EXIT_OK, or
- * prints one error line and returns CLI_EXIT_FAILURE. */
+/* Before a command writes a new trace at path: an existing trace there is
+ * kept (with its -wal and -shm files) as path.N, the first free number, and
+ * a note says so on stderr; anything else there (a folder, a file that is
+ * not a trace) is left alone. Returns CLI_EXIT_OK, or prints one error line
+ * and returns CLI_EXIT_FAILURE. */
 int cli_keep_old(const char *cmd, const char *path);
+
+/* For an incomplete trace (mt_reader_incomplete: a writer stopped without
+ * closing it), one line saying so and what the reader leaves out, for info
+ * and report: "incomplete: a writer stopped without closing the trace; only
+ * the events before +2.01 s are used". Returns 1 with the line, 0 for a
+ * complete trace (line ""). */
+int cli_incomplete_note(struct mt_reader *r, char *line, size_t len);
 
 /* Prints a JSON value (steals the reference) on stdout with indentation and
  * a trailing newline. Returns CLI_EXIT_OK, or CLI_EXIT_FAILURE if value is
@@ -85,6 +93,20 @@ struct cli_progress {
 void cli_progress_start(struct cli_progress *p, const char *what, uint64_t total);
 void cli_progress_update(struct cli_progress *p, uint64_t done);
 void cli_progress_done(struct cli_progress *p);
+/* The same as a library's progress callback: arg is a started
+ * struct cli_progress; total replaces its total. */
+void cli_progress_callback(void *arg, uint64_t done, uint64_t total);
+
+/* The longest policy spec ("NAME:key=value,...") a command keeps. */
+#define CLI_POLICY_SPEC 128
+
+/* Reads a --policy argument into at most max specs: "all" (every policy),
+ * or a comma-separated list of NAME or NAME:key=value,key=value (a token
+ * with '=' and no ':' is one more parameter of the spec before it). An
+ * unknown name or a bad list prints one usage line naming the valid
+ * policies and returns CLI_EXIT_USAGE, else CLI_EXIT_OK. */
+int cli_policy_specs(const char *cmd, const char *arg, char specs[][CLI_POLICY_SPEC], size_t max,
+                     size_t *n);
 
 /* For a command this build or this version does not have yet: prints
  * "memtrace CMD: not built yet (WHY)" and returns CLI_EXIT_FAILURE. */

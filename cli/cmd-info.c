@@ -146,13 +146,24 @@ static void print_per_event(uint64_t bytes, uint64_t events)
 static void print_text(struct info *in)
 {
 	size_t ndev = mt_reader_device_count(in->r), nproc = mt_reader_process_count(in->r);
-	char a[32], b[32];
+	char a[160], b[32];
 
 	printf(KEY "%s\n", "trace", in->path);
 	printf(KEY "%s (memtrace %s)\n", "format", meta_or(in, "format_version", "?"),
 	       meta_or(in, "memtrace_version", "unknown"));
 	printf(KEY "%s\n", "command line", meta_or(in, "command_line", "unknown"));
 	printf(KEY "%s\n", "capture", meta_or(in, "capture", "unknown"));
+	if (cli_incomplete_note(in->r, a, sizeof(a)))
+		printf(KEY "%s\n", "state", a);
+	if (mt_reader_meta(in->r, "history_from") && in->first_ts != MT_TIME_UNKNOWN)
+		printf(KEY "partial history from +%s (what was live then is reconstructed)\n",
+		       "history",
+		       mt_duration_format(
+		               strtoull(mt_reader_meta(in->r, "history_from"), NULL, 10) -
+		                       in->first_ts,
+		               a, sizeof(a)));
+	if (mt_reader_meta(in->r, "allocator_settings"))
+		printf(KEY "%s\n", "allocator", mt_reader_meta(in->r, "allocator_settings"));
 	for (size_t i = 0; i < ndev; i++) {
 		const struct mt_device *d = mt_reader_device(in->r, i);
 		printf(KEY "%s, %s\n", i ? "" : "devices", *d->name ? d->name : "unnamed",
@@ -222,6 +233,8 @@ static json_t *info_json(struct info *in)
 {
 	size_t ndev = mt_reader_device_count(in->r), nproc = mt_reader_process_count(in->r);
 	const char *version = mt_reader_meta(in->r, "format_version");
+	uint64_t until;
+	bool incomplete = mt_reader_incomplete(in->r, &until) == 1;
 	json_t *o = json_object(), *devices = json_array(), *processes = json_array(),
 	       *events = json_object();
 
@@ -234,6 +247,13 @@ static json_t *info_json(struct info *in)
 	                    json_str_or_null(mt_reader_meta(in->r, "command_line")));
 	json_object_set_new(o, "capture", json_str_or_null(mt_reader_meta(in->r, "capture")));
 	json_object_set_new(o, "host", json_str_or_null(mt_reader_meta(in->r, "host")));
+	json_object_set_new(o, "complete", json_boolean(!incomplete));
+	json_object_set_new(o, "complete_until_ts", incomplete ? json_u64(until) : json_null());
+	json_object_set_new(
+	        o, "history_from_ns",
+	        mt_reader_meta(in->r, "history_from")
+	                ? json_u64(strtoull(mt_reader_meta(in->r, "history_from"), NULL, 10))
+	                : json_null());
 	for (size_t i = 0; i < ndev; i++) {
 		const struct mt_device *d = mt_reader_device(in->r, i);
 		json_array_append_new(
@@ -280,7 +300,7 @@ static json_t *info_json(struct info *in)
 	return o;
 }
 
-int mt_cmd_info(int argc, char **argv)
+int cli_cmd_info(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "json", no_argument, NULL, 'j' },

@@ -21,12 +21,18 @@ static const char usage_text[] =
         "NVTX ranges and the device memory in use into a trace. PROG runs as usual;\n"
         "its exit status is memtrace's exit status (128+N if killed by signal N).\n"
         "Child processes (fork/exec, torchrun workers, DDP ranks) record into the\n"
-        "same trace, one process row each.\n"
+        "same trace, one process row each, whatever starts them (a shell, env, make,\n"
+        "python -m, uv run, torchrun, accelerate): every Python process gets the\n"
+        "PyTorch hook through PYTHONPATH (a program's own PYTHONPATH and\n"
+        "sitecustomize keep working). Each process's row says what was captured of\n"
+        "its requests; a process whose PyTorch allocator was not hooked is recorded\n"
+        "as segments only, and named in a warning after the run.\n"
         "\n"
         "Options:\n"
-        "  -o, --output FILE   trace to write (default memtrace.db); an existing FILE\n"
-        "                      is kept as FILE.old. '%p' in FILE becomes the process\n"
-        "                      id: one trace per process\n"
+        "  -o, --output FILE   trace to write (default memtrace.db); a trace already\n"
+        "                      there is kept as FILE.1 (FILE.2, ...: none is ever\n"
+        "                      replaced), anything else there stops record. '%p' in\n"
+        "                      FILE becomes the process id: one trace per process\n"
         "  --capture MODE      requests (default): also record each framework's own\n"
         "                      requests — PyTorch through its allocator hook (a small\n"
         "                      bridge built once per PyTorch version), JAX and\n"
@@ -47,21 +53,40 @@ static const char usage_text[] =
         "injection library; MEMTRACE_CACHE_DIR where the PyTorch bridge is cached\n"
         "(default ~/.cache/memtrace).\n";
 
+/* One line per process whose requests are not in the trace: which process,
+ * and why (its capture label). */
+static void warn_segments_only(const struct mt_record_summary *s)
+{
+	for (size_t i = 0; i < s->n_segments_only; i++) {
+		const struct mt_record_process *p = &s->segments_only[i];
+		fprintf(stderr, "memtrace record: warning: process %lld (%.60s%s): %s\n",
+		        (long long)p->pid, p->command_line,
+		        strlen(p->command_line) > 60 ? "..." : "", p->capture);
+	}
+}
+
+/* Settles the trace's capture label and reads its summary; false (after
+ * one error line) when it cannot be read back. */
+static bool read_back(const char *path, struct mt_record_summary *s)
+{
+	char err[512];
+
+	if (mt_record_settle_capture(path, err, sizeof(err)) < 0 ||
+	    mt_record_summarize(path, s, err, sizeof(err)) < 0) {
+		cli_error("record", "cannot read back %s: %s", path, err);
+		return false;
+	}
+	return true;
+}
+
 static void print_summary(const char *path)
 {
 	struct mt_record_summary s;
-	char err[512], a[32], b[32];
+	char a[32], b[32];
 	bool first = true;
 
-	if (access(path, F_OK) != 0) {
-		fprintf(stderr,
-		        "memtrace record: no trace written (the program did not start CUDA)\n");
+	if (!read_back(path, &s))
 		return;
-	}
-	if (mt_record_summarize(path, &s, err, sizeof(err)) < 0) {
-		cli_error("record", "cannot read back %s: %s", path, err);
-		return;
-	}
 	fprintf(stderr, "memtrace record: %s (%s), %zu process%s, capture %s\n", path,
 	        mt_size_format(s.file_bytes, a, sizeof(a)), s.processes,
 	        s.processes == 1 ? "" : "es", s.capture[0] ? s.capture : "unknown");
@@ -77,9 +102,37 @@ static void print_summary(const char *path)
 	fprintf(stderr, "  peak live: %s (%s layer); dropped records: %llu\n",
 	        mt_size_format(s.peak_live, b, sizeof(b)), mt_layer_name(s.peak_layer),
 	        (unsigned long long)s.dropped);
+	warn_segments_only(&s);
+	mt_record_summary_release(&s);
 }
 
-int mt_cmd_record(int argc, char **argv)
+/* What the run wrote: a summary of its trace, or with '%p' the files and
+ * the processes in them recorded as segments only. */
+static void report_run(struct mt_record_run *run)
+{
+	const char *const *paths;
+	size_t n = mt_record_written(run, &paths);
+	struct mt_record_summary s;
+
+	if (!strstr(mt_record_output(run), "%p")) {
+		if (n)
+			print_summary(paths[0]);
+		else
+			fprintf(stderr, "memtrace record: no trace written (the program did not "
+			                "start CUDA)\n");
+		return;
+	}
+	fprintf(stderr, "memtrace record: one trace per process: %s (%zu file%s)\n",
+	        mt_record_output(run), n, n == 1 ? "" : "s");
+	for (size_t i = 0; i < n; i++) {
+		if (!read_back(paths[i], &s))
+			continue;
+		warn_segments_only(&s);
+		mt_record_summary_release(&s);
+	}
+}
+
+int cli_cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -161,11 +214,7 @@ int mt_cmd_record(int argc, char **argv)
 		mt_record_run_free(run);
 		return 127;
 	}
-	if (strstr(mt_record_output(run), "%p"))
-		fprintf(stderr, "memtrace record: one trace per process: %s\n",
-		        mt_record_output(run));
-	else
-		print_summary(mt_record_output(run));
+	report_run(run);
 	mt_record_run_free(run);
 	return status;
 }

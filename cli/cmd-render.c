@@ -13,38 +13,97 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-analyze.h"
 #include "memtrace-replay.h"
 #include "memtrace-viewer.h"
 
 #define CMD "render"
 
+/* The views that read an option (MT_VIEW_USES_*), "a, b" into buf. */
+static const char *views_using(unsigned uses, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < mt_view_count(); i++)
+		if (mt_view_at(i)->uses & uses && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+			                      mt_view_at(i)->name);
+	return buf;
+}
+
+/* The views' names joined by sep ("a|b|c") into buf. */
+static const char *view_names(const char *sep, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < mt_view_count() && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? sep : "", mt_view_at(i)->name);
+	return buf;
+}
+
 static void usage(FILE *out)
 {
-	fputs("Usage: memtrace render [TRACE] OUT.png|svg|pdf [OPTIONS]\n"
-	      "\n"
-	      "Draws one view of TRACE (default memtrace.db). The view defaults to OUT's\n"
-	      "name when it names one (timeline.png, segments.svg, ...), else timeline.\n"
-	      "\n"
-	      "Options:\n"
-	      "  --view timeline|segments|policies|anatomy\n"
-	      "      timeline: live allocations over time, reserved and device memory,\n"
-	      "                kernels, NVTX phases, peak and failed allocations\n"
-	      "      segments: the segment map at a moment, one row per segment\n"
-	      "      policies: peak reserved per policy against the lower bound, and\n"
-	      "                reserved memory over time per policy\n"
-	      "      anatomy:  device memory in use split into CUDA context, tensors,\n"
-	      "                fragmentation and allocator cache, one bar per device\n"
-	      "  --policy NAME[,NAME...]  policies to draw (saved replays, else replayed\n"
-	      "                           under sim); NAME may carry :key=value,...\n"
-	      "  --at peak|TIME           moment for segments and anatomy (default peak)\n"
-	      "  --from TIME, --to TIME   time window for timeline and policies\n"
-	      "  --size WxH               picture size (default 1600x900)\n"
-	      "  --device ID              trace device row id (default: the first with\n"
-	      "                           allocations; anatomy: every device)\n"
-	      "  -h, --help               this text\n"
-	      "\n"
-	      "TIME is since the start of the trace: 1.5 (seconds), 1.5s, 300ms, 20us, 100ns.\n",
-	      out);
+	char names[256], at[256], window[256], policies[256], devices[256], phases[256];
+	size_t i;
+
+	fprintf(out,
+	        "Usage: memtrace render [TRACE] OUT.png|svg|pdf|html [OPTIONS]\n"
+	        "\n"
+	        "Draws one view of TRACE (default memtrace.db). The view defaults to OUT's\n"
+	        "name when it names one (%s.png, ...), else %s (html for OUT.html).\n"
+	        "\n"
+	        "OUT.html is one self-contained page (no network): zoom with the wheel or\n"
+	        "+ -, pan by dragging or with the arrow keys, hover an allocation for its\n"
+	        "size, call site, NVTX range, stream and lifetime, click to pin its call\n"
+	        "site; the anatomy and segment maps follow the moment under the cursor.\n"
+	        "Its URL keeps the state: view.html#t=835ms&span=20ms&policy=caching.\n"
+	        "\n"
+	        "Options:\n"
+	        "  --view %s\n",
+	        mt_view_at(0)->name, mt_view_at(0)->name, view_names("|", names, sizeof(names)));
+	for (i = 0; i < mt_view_count(); i++) {
+		const struct mt_view_info *v = mt_view_at(i);
+		const char *line = v->summary;
+		char label[64];
+
+		snprintf(label, sizeof(label), "%s:", v->name);
+		while (*line) {
+			const char *nl = strchr(line, '\n');
+			int len = nl ? (int)(nl - line) : (int)strlen(line);
+
+			fprintf(out, "      %-10s%.*s\n", label, len, line);
+			label[0] = '\0';
+			line += len + (nl != NULL);
+		}
+	}
+	fprintf(out,
+	        "  --policy NAME[,NAME...]  policies to draw: saved replays, else replayed\n"
+	        "                           under sim; NAME may carry :key=value,...\n"
+	        "                           (%s)\n"
+	        "  --at peak|TIME           the moment (%s; default peak)\n"
+	        "  --from TIME, --to TIME   time window (%s)\n"
+	        "  --size WxH               picture size (default %ux%u)\n"
+	        "  --device N               the CUDA device number the program saw, as report\n"
+	        "                           names it (default: the first with allocations;\n"
+	        "                           %s: every device)\n"
+	        "  --all-ranges             phases include the NVTX ranges libraries open\n"
+	        "                           for their own work (cub::, thrust::, cuBLAS,\n"
+	        "                           cuDNN), left out by default (%s)\n"
+	        "  --compare B.db           draw TRACE (run A) and B.db (run B), one above\n"
+	        "                           the other, B stretched so that its NVTX phases\n"
+	        "                           line up with A's (see memtrace compare)\n"
+	        "  --list-views             the views' names, one a line\n"
+	        "  -h, --help               this text\n"
+	        "\n"
+	        "TIME is since the start of the trace: 1.5 (seconds), 1.5s, 300ms, 20us, 100ns.\n",
+	        views_using(MT_VIEW_USES_POLICIES, policies, sizeof(policies)),
+	        views_using(MT_VIEW_USES_AT, at, sizeof(at)),
+	        views_using(MT_VIEW_USES_WINDOW, window, sizeof(window)), MT_RENDER_DEFAULT_WIDTH,
+	        MT_RENDER_DEFAULT_HEIGHT,
+	        views_using(MT_VIEW_USES_ALL_DEVICES, devices, sizeof(devices)),
+	        views_using(MT_VIEW_USES_PHASES, phases, sizeof(phases)));
 }
 
 static int parse_size(const char *text, unsigned *w, unsigned *h)
@@ -81,18 +140,21 @@ static int check_policies(const char *specs)
 	return rc;
 }
 
-/* The view named by OUT's file name without extension, if any. */
-static int view_from_stem(const char *out, enum mt_view *view)
+/* The view named by OUT's file name without extension, if it writes OUT's
+ * format (NULL: mt_render takes the first view that does). */
+static const char *view_from_stem(const char *out, enum mt_image_format format)
 {
 	char stem[256];
 	const char *base = strrchr(out, '/');
+	const struct mt_view_info *view;
 	char *dot;
 
 	snprintf(stem, sizeof(stem), "%s", base ? base + 1 : out);
 	dot = strrchr(stem, '.');
 	if (dot)
 		*dot = '\0';
-	return mt_view_from_name(stem, view);
+	view = mt_view_find(stem);
+	return view && view->formats & 1u << format ? view->name : NULL;
 }
 
 static int writable_folder(const char *out)
@@ -107,7 +169,7 @@ static int writable_folder(const char *out)
 	return ok;
 }
 
-int mt_cmd_render(int argc, char **argv)
+int cli_cmd_render(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "view", required_argument, NULL, 'v' },
@@ -117,14 +179,19 @@ int mt_cmd_render(int argc, char **argv)
 		{ "to", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 's' },
 		{ "device", required_argument, NULL, 'd' },
+		{ "list-views", no_argument, NULL, 'l' },
+		{ "all-ranges", no_argument, NULL, 'r' },
+		{ "compare", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mt_render_options o = { .width = MT_RENDER_DEFAULT_WIDTH,
 		                       .height = MT_RENDER_DEFAULT_HEIGHT };
-	const char *trace = NULL, *out, *slash;
-	struct mt_reader *r = NULL;
-	bool view_set = false;
+	const char *trace = NULL, *out, *slash, *compare = NULL;
+	struct mt_reader *r = NULL, *b = NULL;
+	char names[256];
+	unsigned device = 0;
+	bool device_set = false;
 	char err[512];
 	uint64_t v;
 	int c, rc;
@@ -133,15 +200,21 @@ int mt_cmd_render(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
-			if (mt_view_from_name(optarg, &o.view) < 0)
-				return cli_usage_error(CMD,
-				                       "--view: unknown view '%s' (timeline, "
-				                       "segments, policies, anatomy)",
-				                       optarg);
-			view_set = true;
+			if (!mt_view_find(optarg))
+				return cli_usage_error(CMD, "--view: unknown view '%s' (%s)",
+				                       optarg,
+				                       view_names(", ", names, sizeof(names)));
+			o.view = optarg;
 			break;
+		case 'l':
+			for (size_t i = 0; i < mt_view_count(); i++)
+				printf("%s\n", mt_view_at(i)->name);
+			return fflush(stdout) == EOF ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 		case 'p':
 			o.policies = optarg;
+			break;
+		case 'r':
+			o.all_ranges = true;
 			break;
 		case 'a':
 			if (!strcmp(optarg, "peak")) {
@@ -172,10 +245,14 @@ int mt_cmd_render(int argc, char **argv)
 			rc = cli_parse_u64(CMD, "--device", optarg, &v);
 			if (rc != CLI_EXIT_OK)
 				return rc;
-			if (v == 0 || v > UINT32_MAX)
-				return cli_usage_error(CMD, "--device: '%s' is not a device id",
+			if (v > UINT32_MAX)
+				return cli_usage_error(CMD, "--device: '%s' is not a device",
 				                       optarg);
-			o.device = (uint32_t)v;
+			device = (unsigned)v;
+			device_set = true;
+			break;
+		case 'c':
+			compare = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -191,8 +268,9 @@ int mt_cmd_render(int argc, char **argv)
 		out = argv[optind + 1];
 	} else {
 		return cli_usage_error(
-		        CMD, argc - optind ? "too many arguments"
-		                           : "name the picture to write (OUT.png, .svg or .pdf)");
+		        CMD, argc - optind
+		                     ? "too many arguments"
+		                     : "name the picture to write (OUT.png, .svg, .pdf or .html)");
 	}
 	if (o.to && o.to <= o.from)
 		return cli_usage_error(CMD, "--to must be after --from");
@@ -200,11 +278,15 @@ int mt_cmd_render(int argc, char **argv)
 		const char *dot = strrchr(out, '.');
 		slash = strrchr(out, '/');
 		return cli_usage_error(
-		        CMD, "%s: cannot write '%s' pictures (use .png, .svg or .pdf)", out,
+		        CMD, "%s: cannot write '%s' pictures (use .png, .svg, .pdf or .html)", out,
 		        dot && (!slash || dot > slash) ? dot : "extension-less");
 	}
-	if (!view_set && view_from_stem(out, &o.view) < 0)
-		o.view = MT_VIEW_TIMELINE;
+	if (compare && o.format == MT_IMAGE_HTML)
+		return cli_usage_error(CMD, "--compare draws a picture (.png, .svg or .pdf)");
+	if (!o.view)
+		o.view = view_from_stem(out, o.format);
+	else if (!(mt_view_find(o.view)->formats & 1u << o.format))
+		return cli_usage_error(CMD, "the %s view cannot write %s", o.view, out);
 	if (o.policies && (rc = check_policies(o.policies)) != CLI_EXIT_OK)
 		return rc;
 	if (!writable_folder(out)) {
@@ -215,10 +297,26 @@ int mt_cmd_render(int argc, char **argv)
 	rc = cli_open_trace(CMD, trace, &r);
 	if (rc != CLI_EXIT_OK)
 		return rc;
+	if (device_set &&
+	    mt_analyze_device_by_ordinal(r, device, &o.device, err, sizeof(err)) < 0) {
+		mt_reader_free(r);
+		return cli_usage_error(CMD, "--device: %s", err);
+	}
+	if (compare) {
+		rc = cli_open_trace(CMD, compare, &b);
+		if (rc != CLI_EXIT_OK) {
+			mt_reader_free(r);
+			return rc;
+		}
+		slash = strrchr(compare, '/');
+		o.compare = b;
+		o.compare_name = slash ? slash + 1 : compare;
+	}
 	slash = strrchr(trace ? trace : CLI_DEFAULT_TRACE, '/');
 	o.trace_name = slash ? slash + 1 : trace ? trace : CLI_DEFAULT_TRACE;
 	rc = mt_render(r, &o, out, err, sizeof(err));
 	mt_reader_free(r);
+	mt_reader_free(b);
 	if (rc < 0) {
 		cli_error(CMD, "%s", err);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;

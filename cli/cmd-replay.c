@@ -15,7 +15,9 @@
 #include "cli-util.h"
 #include "commands.h"
 #include "memtrace-common.h"
+#include "memtrace-analyze.h"
 #include "memtrace-replay.h"
+#include "replay-fragmentation.h"
 
 #define CMD "replay"
 #define SERIES_POINTS 2000
@@ -29,9 +31,10 @@ static void on_sigint(int sig)
 }
 
 struct outcome {
-	char spec[128];
+	char spec[CLI_POLICY_SPEC];
 	struct mt_replay_result res;
-	uint64_t min_capacity; /* 0 = not asked */
+	uint64_t min_capacity;         /* 0 = not asked */
+	struct cli_fragmentation frag; /* at the peak of live bytes */
 };
 
 static void usage(FILE *f)
@@ -65,55 +68,15 @@ static void usage(FILE *f)
 	        "cpu s (seconds in --json): CPU seconds of the policy's replay. Under sim the\n"
 	        "policies replay at once, a thread each, sharing one pass over the trace,\n"
 	        "whose reading is not counted (stream_seconds in --json).\n"
+	        "frag (fragmentation in --json): free space inside segments that hold a\n"
+	        "live block, as a share of the bytes reserved, when the policy first holds\n"
+	        "the peak of live bytes; - when the policy cannot list its segments or ran\n"
+	        "out of memory before.\n"
 	        "\n"
 	        "policies:\n",
 	        CLI_DEFAULT_TRACE);
 	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
 		fprintf(f, "  %-11s %s\n", (*p)->name, (*p)->summary);
-}
-
-/* Splits "a,b:k=v,k=v,c" into specs: a token starts a new spec when it has
- * a ':' or no '='; else it is one more parameter of the spec before it. */
-static int split_policies(const char *arg, char specs[][128], size_t *n)
-{
-	char buf[1024];
-	snprintf(buf, sizeof(buf), "%s", arg);
-	*n = 0;
-	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		bool param = strchr(tok, '=') && !strchr(tok, ':');
-		if (param && *n) {
-			size_t len = strlen(specs[*n - 1]);
-			snprintf(specs[*n - 1] + len, 128 - len, ",%s", tok);
-			continue;
-		}
-		if (*n == MAX_POLICIES)
-			return -E2BIG;
-		snprintf(specs[(*n)++], 128, "%s", tok);
-	}
-	return 0;
-}
-
-static int expand_all(char specs[][128], size_t *n)
-{
-	*n = 0;
-	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p && *n < MAX_POLICIES; p++)
-		snprintf(specs[(*n)++], 128, "%s", (*p)->name);
-	return 0;
-}
-
-static int check_policy(const char *spec)
-{
-	char name[128], valid[512] = "";
-	snprintf(name, sizeof(name), "%s", spec);
-	name[strcspn(name, ":")] = '\0';
-	if (mt_policy_find(name))
-		return CLI_EXIT_OK;
-	size_t used = 0;
-	for (const struct mt_policy_ops *const *p = mt_policy_list(); *p; p++)
-		used += (size_t)snprintf(valid + used, sizeof(valid) - used, "%s%s",
-		                         used ? ", " : "", (*p)->name);
-	return cli_usage_error(CMD, "unknown policy '%s' (valid: %s, all)", name, valid);
 }
 
 static int pick_backend(const char *arg, enum mt_backend_kind *kind)
@@ -151,7 +114,12 @@ static json_t *result_json(const struct outcome *o)
 	json_object_set_new(j, "peak_allocated_rounded",
 	                    json_integer((json_int_t)r->peak_allocated_rounded));
 	json_object_set_new(j, "peak_reserved", json_integer((json_int_t)r->peak_reserved));
-	json_object_set_new(j, "fragmentation", json_real(r->fragmentation));
+	json_object_set_new(
+	        j, "fragmentation",
+	        o->frag.known ? json_real(mt_fragmentation_share(o->frag.bytes, o->frag.reserved))
+	                      : json_null());
+	json_object_set_new(j, "fragmentation_bytes",
+	                    o->frag.known ? json_integer((json_int_t)o->frag.bytes) : json_null());
 	json_object_set_new(
 	        j, "driver_calls",
 	        json_pack("{s:I,s:I,s:I,s:I}", "alloc", (json_int_t)r->driver.alloc_calls, "free",
@@ -284,6 +252,7 @@ static int run_all(const struct mt_request_stream *s, const struct mt_replay_opt
 		opts[i].policy = out[i].spec;
 		opts[i].progress = progress;
 		opts[i].progress_data = &prog;
+		cli_fragmentation_probe(&opts[i], &out[i].frag);
 	}
 	if (rc == 0) {
 		rc = mt_replay_run_many(s, opts, n, res, rcs, errs, 256);
@@ -292,6 +261,7 @@ static int run_all(const struct mt_request_stream *s, const struct mt_replay_opt
 	}
 	for (size_t i = 0; rc == 0 && find_min_capacity && i < n; i++) {
 		opts[i].progress = NULL;
+		opts[i].at_peak = NULL;
 		rc = rcs[i] = find_min(s, &opts[i], &out[i], errs + i * 256, 256);
 	}
 	progress_done(&prog);
@@ -344,15 +314,19 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 	       mt_size_format(bound, a, 32), "1.000x");
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_replay_result *r = &o[i].res;
-		char calls[64];
+		char calls[64], frag[16] = "-";
+		if (o[i].frag.known)
+			snprintf(frag, sizeof(frag), "%.1f%%",
+			         100.0 * mt_fragmentation_share(o[i].frag.bytes,
+			                                        o[i].frag.reserved));
 		snprintf(calls, sizeof(calls), "%llu/%llu/%llu",
 		         (unsigned long long)r->driver.alloc_calls,
 		         (unsigned long long)r->driver.free_calls,
 		         (unsigned long long)r->driver.map_calls);
-		printf("%-*s %-7s %12s %7.3fx %6.1f%% %21s %6llu", w, o[i].spec, r->backend,
+		printf("%-*s %-7s %12s %7.3fx %7s %21s %6llu", w, o[i].spec, r->backend,
 		       mt_size_format(r->peak_reserved, a, 32),
-		       bound ? (double)r->peak_reserved / (double)bound : 0.0,
-		       100.0 * r->fragmentation, calls, (unsigned long long)r->oom_count);
+		       bound ? (double)r->peak_reserved / (double)bound : 0.0, frag, calls,
+		       (unsigned long long)r->oom_count);
 		if (iterations)
 			printf(" %10.1f", r->calls_per_iteration);
 		if (find_min)
@@ -422,7 +396,7 @@ static int save(const char *path, const struct outcome *o, size_t n,
 	return rc < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
-int mt_cmd_replay(int argc, char **argv)
+int cli_cmd_replay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "policy", required_argument, NULL, 'p' },
@@ -490,15 +464,10 @@ int mt_cmd_replay(int argc, char **argv)
 		return cli_usage_error(CMD, "more than one trace given");
 	const char *path = optind < argc ? argv[optind] : CLI_DEFAULT_TRACE;
 
-	static char specs[MAX_POLICIES][128];
+	static char specs[MAX_POLICIES][CLI_POLICY_SPEC];
 	size_t n;
-	if (!strcmp(policy_arg, "all"))
-		expand_all(specs, &n);
-	else if (split_policies(policy_arg, specs, &n) < 0 || n == 0)
-		return cli_usage_error(CMD, "--policy: bad list '%s'", policy_arg);
-	for (size_t i = 0; i < n; i++)
-		if ((rc = check_policy(specs[i])) != CLI_EXIT_OK)
-			return rc;
+	if ((rc = cli_policy_specs(CMD, policy_arg, specs, MAX_POLICIES, &n)) != CLI_EXIT_OK)
+		return rc;
 
 	enum mt_backend_kind kind = MT_BACKEND_SIM;
 	if ((rc = pick_backend(backend_arg, &kind)) != CLI_EXIT_OK)

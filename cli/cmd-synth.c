@@ -36,12 +36,14 @@ static void usage(void)
 	      "                      caching allocator's segments;\n"
 	      "                      random: sizes log-uniform from 512 B to 256 MiB with\n"
 	      "                      random lifetimes; small: swarms of allocations < 1 MiB\n"
-	      "  -n, --events N      about N alloc and free events (default 1M); N is a\n"
-	      "                      whole number, in exponent form or with a decimal\n"
-	      "                      suffix K, M, G: 1000000, 1e6, 10M\n"
+	      "  -n, --events N      about N alloc and free events (default 1M, at most\n"
+	      "                      10G); N is a whole number, in exponent form or with a\n"
+	      "                      decimal suffix K, M, G: 1000000, 1e6, 10M\n"
 	      "  -s, --seed S        random seed, a whole number (default 1)\n"
 	      "  -o, --output TRACE  the trace to write (default memtrace.db); an existing\n"
-	      "                      file is kept as TRACE.old\n"
+	      "                      trace there is kept as TRACE.1 (TRACE.2 when TRACE.1\n"
+	      "                      exists, and so on: none is ever replaced); anything\n"
+	      "                      else there (a folder, another file) stops synth\n"
 	      "  -h, --help          this help\n",
 	      stdout);
 }
@@ -112,7 +114,7 @@ static int write_trace(const char *path, unsigned pattern, uint64_t events, uint
 	return rc < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
-int mt_cmd_synth(int argc, char **argv)
+int cli_cmd_synth(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "pattern", required_argument, NULL, 'p' },
@@ -138,6 +140,10 @@ int mt_cmd_synth(int argc, char **argv)
 			break;
 		case 'n':
 			rc = cli_parse_count(CMD, "--events", optarg, &events);
+			if (!rc && events > MT_SYNTH_MAX_EVENTS)
+				rc = cli_usage_error(CMD,
+				                     "--events: %s is more than synth writes (10G)",
+				                     optarg);
 			break;
 		case 's':
 			rc = cli_parse_u64(CMD, "--seed", optarg, &seed);

@@ -7,22 +7,27 @@
 #include "cli-util.h"
 #include "commands.h"
 
+/* A subcommand of the registry (cli/meson.build); run is NULL for one this
+ * build lacks, missing says why. */
 struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
 	const char *summary;
+	const char *missing;
 };
 
 static const struct command commands[] = {
-	{ "record", mt_cmd_record, "run a CUDA program and record its GPU memory events" },
-	{ "replay", mt_cmd_replay, "replay a trace through allocator policies (GPU or simulated)" },
-	{ "render", mt_cmd_render, "draw a timeline, segment map, policy comparison or anatomy" },
-	{ "report", mt_cmd_report, "explain what used the memory: peak, top allocations, phases" },
-	{ "info", mt_cmd_info, "summarise a trace: devices, processes, event counts, peak" },
-	{ "export", mt_cmd_export, "write a trace as Perfetto JSON, CSV, RMM log or MiniMalloc" },
-	{ "import", mt_cmd_import, "turn a PyTorch memory snapshot or an RMM log into a trace" },
-	{ "synth", mt_cmd_synth, "write a synthetic trace (training loop, random, small)" },
+#define BUILT(name, summary) { #name, cli_cmd_##name, summary, NULL },
+#define MISSING(name, summary, why) { #name, NULL, summary, why },
+	CLI_COMMANDS(BUILT, MISSING)
+#undef BUILT
+#undef MISSING
 };
+
+static int run(const struct command *c, int argc, char **argv)
+{
+	return c->run ? c->run(argc, argv) : cli_not_built(c->name, c->missing);
+}
 
 static void usage(FILE *out)
 {
@@ -59,7 +64,7 @@ int main(int argc, char **argv)
 			char *sub_argv[] = { argv[2], help, NULL };
 			for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 				if (!strcmp(argv[2], commands[i].name))
-					return commands[i].run(2, sub_argv);
+					return run(&commands[i], 2, sub_argv);
 			fprintf(stderr, "memtrace: unknown command '%s' (see memtrace --help)\n",
 			        argv[2]);
 			return CLI_EXIT_USAGE;
@@ -73,7 +78,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+			return run(&commands[i], argc - 1, argv + 1);
 	fprintf(stderr, "memtrace: unknown command '%s' (see memtrace --help)\n", argv[1]);
 	return CLI_EXIT_USAGE;
 }

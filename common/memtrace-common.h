@@ -1,6 +1,7 @@
 /* memtrace-common.h — what every memtrace module may use and none owns:
  * one-line error messages, reading and printing sizes and durations for
- * people, and the pseudo-random generator.
+ * people, the pseudo-random generator and keeping a file under a numbered
+ * name.
  *
  * Nothing here knows about traces, GPUs or SQLite; nothing prints or
  * exits. Errors are negative errno values.
@@ -66,5 +67,18 @@ uint64_t mt_rng_below(struct mt_rng *r, uint64_t n);
 
 /* Uniform in [0, 1), 53 random bits. */
 double mt_rng_unit(struct mt_rng *r);
+
+/* ---- keeping earlier files ------------------------------------------------ */
+
+/* Moves the file at path, with those of its side files path + suffixes[i]
+ * that exist, to the first numbered name path.N (N = 1, 2, ...) for which
+ * neither path.N nor any path.N + suffix exists, so that an earlier kept
+ * file is never replaced (a concurrent keeper taking the same N makes this
+ * one try the next). Side files move first. kept (keptlen bytes) receives
+ * "path.N". Returns 0, -ENOENT when there is nothing at path, -ENAMETOOLONG,
+ * -EEXIST when 100000 numbers are taken, or the errno of a failed rename
+ * (what had moved is put back). */
+int mt_keep_numbered(const char *path, const char *const *suffixes, size_t n_suffixes,
+                     char *kept, size_t keptlen);
 
 #endif /* MEMTRACE_COMMON_H */

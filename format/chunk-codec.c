@@ -8,7 +8,7 @@
  * its address predicted from the last address of the same size, streams
  * and small enums run-length coded) behind a directory of stream lengths,
  * and compressed as one zstd frame with a content checksum, a zstd block
- * ending after each large stream. FORMAT.md ("Codec 1") describes the
+ * ending after each large stream. docs/FORMAT.md ("Codec 1") describes the
  * bytes. Each kind's columns are listed once (the *_COLUMNS macros) and
  * expand into both the encoder and the decoder, so the two cannot disagree.
  *

@@ -1,6 +1,6 @@
 #include "config.h"
 
-/* event-names.c — stable names of the event model's enums (FORMAT.md uses
+/* event-names.c — stable names of the event model's enums (docs/FORMAT.md uses
  * the same names; the CLI prints and parses them). */
 
 #include <string.h>

@@ -1,7 +1,7 @@
 #include "config.h"
 
 /* iter.c — the ordered walk over a trace's events: a k-way merge over the
- * chunks a query selects, in (ts, process, seq) order (FORMAT.md
+ * chunks a query selects, in (ts, process, seq) order (docs/FORMAT.md
  * "Ordering"). Chunks are listed from the index, sorted by first_ts, and
  * decompressed only when the merge frontier reaches their first_ts, so only
  * the chunks whose time ranges overlap are in memory at once. */
@@ -9,19 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "chunk-codec-private.h"
 #include "reader-private.h"
-
-struct chunk_ref {
-	int64_t id;
-	uint32_t process;
-	uint32_t device;
-	unsigned kind;
-	int64_t codec;
-	uint64_t first_ts;
-	uint64_t last_ts;
-	uint64_t count;
-};
 
 /* The decoded events of an open chunk still to be returned. */
 struct cursor {
@@ -33,7 +21,7 @@ struct cursor {
 struct mt_iter {
 	struct mt_reader *r;
 	struct mt_query q;
-	struct chunk_ref *chunks; /* selected chunks by (first_ts, id) */
+	struct fmt_chunk_row *chunks; /* selected chunks by (first_ts, id) */
 	size_t n_chunks, next_chunk;
 	struct cursor *heap; /* min-heap on the cursors' next events */
 	size_t heap_n;
@@ -43,10 +31,20 @@ struct mt_iter {
 
 static int chunk_cmp(const void *a, const void *b)
 {
-	const struct chunk_ref *x = a, *y = b;
+	const struct fmt_chunk_row *x = a, *y = b;
 	if (x->first_ts != y->first_ts)
 		return x->first_ts < y->first_ts ? -1 : 1;
 	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The end (exclusive) of the window for a chunk of this process: the
+ * query's, and for an incomplete trace the end of what is complete of the
+ * process (FORMAT.md "Incomplete traces"). UINT64_MAX: no end. */
+static uint64_t chunk_end(const struct mt_iter *it, uint32_t process)
+{
+	uint64_t to = it->q.to ? it->q.to : UINT64_MAX;
+	uint64_t until = fmt_complete_until(it->r, process);
+	return until < to ? until : to;
 }
 
 /* Appends the chunks of one kind the query selects. */
@@ -62,7 +60,7 @@ static int list_chunks(struct mt_iter *it, sqlite3_stmt *st, unsigned kind, size
 	sqlite3_bind_int64(st, 4, q->to == 0 || q->to > INT64_MAX ? -1 : (int64_t)q->to);
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct chunk_ref c = {
+		struct fmt_chunk_row c = {
 			.id = sqlite3_column_int64(st, 0),
 			.process = (uint32_t)sqlite3_column_int64(st, 1),
 			.device = (uint32_t)sqlite3_column_int64(st, 2),
@@ -72,11 +70,12 @@ static int list_chunks(struct mt_iter *it, sqlite3_stmt *st, unsigned kind, size
 			.count = fmt_u64_from_sql(st, 5),
 			.codec = sqlite3_column_int64(st, 6),
 		};
-		if (c.last_ts < q->from || (q->to != 0 && c.first_ts >= q->to))
+		uint64_t end = chunk_end(it, c.process);
+		if (c.last_ts < q->from || (end != UINT64_MAX && c.first_ts >= end))
 			continue;
 		if (it->n_chunks == *cap) {
 			*cap = *cap ? *cap * 2 : 64;
-			struct chunk_ref *nc = realloc(it->chunks, *cap * sizeof(*nc));
+			struct fmt_chunk_row *nc = realloc(it->chunks, *cap * sizeof(*nc));
 			if (!nc)
 				return mt_fail(it->r->message, FMT_MESSAGE_MAX, -ENOMEM,
 				               "out of memory");
@@ -139,12 +138,6 @@ int mt_reader_iter(struct mt_reader *r, const struct mt_query *q, struct mt_iter
 	return 0;
 }
 
-static int chunk_corrupt(struct mt_iter *it, const struct chunk_ref *c, const char *why)
-{
-	return mt_fail(it->r->message, FMT_MESSAGE_MAX, -EBADMSG, "%s: chunk %lld is corrupt (%s)",
-	               it->r->path, (long long)c->id, why);
-}
-
 /* Index of the first of n sorted events with ts >= t. */
 static size_t lower_bound(const struct mt_event *e, size_t n, uint64_t t)
 {
@@ -160,44 +153,18 @@ static size_t lower_bound(const struct mt_event *e, size_t n, uint64_t t)
 }
 
 /* Decodes a chunk into *cur, keeping only the events inside the window. */
-static int open_chunk(struct mt_iter *it, const struct chunk_ref *c, struct cursor *cur)
+static int open_chunk(struct mt_iter *it, const struct fmt_chunk_row *c, struct cursor *cur)
 {
-	struct mt_reader *r = it->r;
-	if (c->codec != MT_CODEC_COLUMNS_ZSTD)
-		return chunk_corrupt(it, c, "unknown codec");
-	if (c->count > MT_CHUNK_MAX_EVENTS)
-		return chunk_corrupt(it, c, "too many events");
-	sqlite3_stmt *st = r->blob_stmt;
-	sqlite3_bind_int64(st, 1, c->id);
-	int rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		sqlite3_reset(st);
-		if (rc == SQLITE_DONE)
-			return chunk_corrupt(it, c, "row vanished");
-		int err = fmt_sqlite_errno(rc);
-		if (err == -EBADMSG)
-			return chunk_corrupt(it, c, sqlite3_errstr(rc));
-		return fmt_reader_sql_fail(r, rc, "cannot read a chunk");
-	}
-	const void *blob = sqlite3_column_blob(st, 0);
-	size_t len = (size_t)sqlite3_column_bytes(st, 0);
-	size_t n = (size_t)c->count;
-	const char *why;
-	int err = fmt_chunk_decode_why(c->kind, blob, len, n, c->process, c->device,
-	                               &it->spare.events, &it->spare.capacity, &why);
-	sqlite3_reset(st);
-	if (err == -EBADMSG)
-		return chunk_corrupt(it, c, why);
+	int err = fmt_chunk_load(it->r, c, &it->spare.events, &it->spare.capacity);
+
 	if (err < 0)
-		return mt_fail(r->message, FMT_MESSAGE_MAX, err, "%s: cannot decode chunk %lld",
-		               r->path, (long long)c->id);
-	const struct mt_event *e = it->spare.events;
-	if (n > 0 && (e[0].ts != c->first_ts || e[n - 1].ts != c->last_ts))
-		return chunk_corrupt(it, c, "timestamps differ from its index row");
+		return err;
 	*cur = it->spare;
 	it->spare = (struct cursor){ 0 };
-	cur->pos = lower_bound(e, n, it->q.from);
-	cur->end = it->q.to ? lower_bound(e, n, it->q.to) : n;
+	uint64_t end = chunk_end(it, c->process);
+	cur->pos = lower_bound(cur->events, (size_t)c->count, it->q.from);
+	cur->end = end == UINT64_MAX ? (size_t)c->count
+	                             : lower_bound(cur->events, (size_t)c->count, end);
 	return 0;
 }
 
@@ -262,7 +229,7 @@ static void recycle(struct mt_iter *it, struct cursor *done)
 static int advance_frontier(struct mt_iter *it)
 {
 	while (it->next_chunk < it->n_chunks) {
-		const struct chunk_ref *c = &it->chunks[it->next_chunk];
+		const struct fmt_chunk_row *c = &it->chunks[it->next_chunk];
 		if (it->heap_n > 0) {
 			const struct cursor *top = &it->heap[0];
 			if (c->first_ts > top->events[top->pos].ts)

@@ -2,7 +2,7 @@
 
 /* lifetimes.c — pairs alloc and free events of one layer by (process,
  * device, address) into lifetimes, and computes peak live bytes
- * (FORMAT.md "Lifetimes"). A free without an alloc and an alloc never freed
+ * (docs/FORMAT.md "Lifetimes"). A free without an alloc and an alloc never freed
  * are ordinary results; a second alloc at an address that is still live
  * closes nothing: the earlier allocation is reported never freed. */
 

@@ -8,7 +8,7 @@
  * transaction, so a reader sees every committed chunk even if the writer
  * died), the reader yields events in (timestamp, process, sequence) order
  * across chunks and processes, answers time windows through the chunk index
- * and pairs alloc/free into lifetimes. format/FORMAT.md is the spec.
+ * and pairs alloc/free into lifetimes. docs/FORMAT.md is the spec.
  *
  * Errors are negative errno values: -ENOENT missing file, -ENOTSUP a trace
  * written by a newer format version, -EBADMSG a corrupt chunk or schema,
@@ -187,6 +187,10 @@ struct mt_process {
 	uint64_t start_ns;
 	const char *command_line;
 	const char *hostname;
+	/* What the trace holds of this process's requests, in its recorder's
+	 * words ("requests (PyTorch allocator hook)", "segments only (...)",
+	 * "as-is"...); "" = not said (traces written before the column). */
+	const char *capture;
 };
 
 /* A row of the devices table; one row per physical GPU (deduplicated by uuid). */
@@ -198,6 +202,7 @@ struct mt_device {
 	const char *uuid;
 	const char *driver_version;
 	const char *cuda_version;
+	const char *pci_bus_id; /* as cuDeviceGetPCIBusId writes it; "" = not known */
 };
 
 /* Stable lower-case name of a kind ("alloc", "free", "alloc_failed", ...),
@@ -251,10 +256,16 @@ enum mt_writer_flags {
 /* Allocates an unopened writer; NULL on allocation failure. */
 struct mt_writer *mt_writer_new(void);
 
-/* Keeps an existing trace at path as path.old (replacing an earlier .old),
- * its -wal and -shm side files with it. Returns 0 (also when there is no
- * file at path) or a negative errno. */
-int mt_trace_keep_old(const char *path);
+/* Before a new trace is written at path: a memtrace trace there (of any
+ * version) moves, with its -wal and -shm side files, to path.N, the first
+ * number free of all three, so that no earlier trace is ever replaced;
+ * kept (keptlen bytes) receives that name. Returns 1 when a trace was
+ * kept, 0 when there is nothing at path (kept = ""), -EEXIST when something
+ * that is not a readable trace is there (a folder, a link, another file, a
+ * damaged trace: left alone), or another negative errno; the message goes
+ * to err. */
+int mt_trace_keep_previous(const char *path, char *kept, size_t keptlen,
+			   char *err, size_t errlen);
 
 /* Opens (and with MT_WRITER_CREATE creates) the trace at path for appending:
  * sets WAL mode and a busy timeout so several processes can write one trace,
@@ -276,6 +287,10 @@ int mt_writer_add_meta_count(struct mt_writer *w, const char *key, uint64_t delt
 /* Adds a process row; *id receives its row id (> 0). */
 int mt_writer_add_process(struct mt_writer *w, const struct mt_process *p,
 			  uint32_t *id);
+
+/* Sets the capture label of a process row already added (the recorder
+ * learns it as the process runs). Returns 0 or a negative errno. */
+int mt_writer_set_process_capture(struct mt_writer *w, uint32_t id, const char *capture);
 
 /* Adds a device row, or finds the existing row with the same uuid (non-empty
  * uuid) and returns its id. *id > 0. */
@@ -331,6 +346,15 @@ const char *mt_reader_message(const struct mt_reader *r);
 
 /* Frees the reader and everything it handed out. Accepts NULL. */
 void mt_reader_free(struct mt_reader *r);
+
+/* Whether the trace is incomplete: a writer of it stopped without closing
+ * (killed, interrupted, or still writing), so some event kinds may be
+ * committed further than others. The reader then uses only the span every
+ * kind covers, the events before *until (ns): iteration, lifetimes, peaks
+ * and statistics all leave the later ones out. Returns 1 and sets *until
+ * for an incomplete trace, 0 with *until = MT_TIME_UNKNOWN for a complete
+ * one, or -EINVAL. */
+int mt_reader_incomplete(struct mt_reader *r, uint64_t *until);
 
 /* Value of a meta key, or NULL if absent. Owned by the reader. */
 const char *mt_reader_meta(struct mt_reader *r, const char *key);

@@ -4,7 +4,7 @@
  * event decoding: meta, processes, devices, strings, per-kind statistics
  * from the chunk index and saved replays.
  *
- * Opening (FORMAT.md "Reading"): a WAL database opened read-only needs its
+ * Opening (docs/FORMAT.md "Reading"): a WAL database opened read-only needs its
  * -shm file. The reader first opens with SQLITE_OPEN_READONLY (works when
  * the -shm exists or can be created); failing that, read-write without
  * creating (SQLite then rebuilds the -shm from the -wal of a writer that was
@@ -14,6 +14,8 @@
  */
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,15 +31,6 @@ enum open_mode {
 struct mt_reader *mt_reader_new(void)
 {
 	return calloc(1, sizeof(struct mt_reader));
-}
-
-int fmt_reader_sql_fail(struct mt_reader *r, int rc, const char *what)
-{
-	int err = fmt_sqlite_errno(rc);
-	if (err == -ENOENT)
-		err = -EIO;
-	return mt_fail(r->message, FMT_MESSAGE_MAX, err, "%s: %s: %s", r->path, what,
-	               sqlite3_errmsg(r->db));
 }
 
 static char *dup_column(sqlite3_stmt *st, int col)
@@ -131,9 +124,13 @@ static int load_meta(struct mt_reader *r)
 static int load_processes(struct mt_reader *r)
 {
 	sqlite3_stmt *st;
+	/* a trace written before the capture column says nothing: '' */
 	int rc = sqlite3_prepare_v2(r->db,
-	                            "SELECT id, parent, pid, start_ns, command_line, hostname"
-	                            " FROM processes ORDER BY id",
+	                            fmt_schema_has_column(r->db, "processes", "capture")
+	                                    ? "SELECT id, parent, pid, start_ns, command_line,"
+	                                      " hostname, capture FROM processes ORDER BY id"
+	                                    : "SELECT id, parent, pid, start_ns, command_line,"
+	                                      " hostname, '' FROM processes ORDER BY id",
 	                            -1, &st, NULL);
 	while (fmt_step_row(st, &rc)) {
 		struct mt_process *p = realloc(r->processes, (r->n_processes + 1) * sizeof(*p));
@@ -150,8 +147,9 @@ static int load_processes(struct mt_reader *r)
 			.start_ns = fmt_u64_from_sql(st, 3),
 			.command_line = dup_column(st, 4),
 			.hostname = dup_column(st, 5),
+			.capture = dup_column(st, 6),
 		};
-		if (!p->command_line || !p->hostname)
+		if (!p->command_line || !p->hostname || !p->capture)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
@@ -161,9 +159,15 @@ static int load_processes(struct mt_reader *r)
 static int load_devices(struct mt_reader *r)
 {
 	sqlite3_stmt *st;
+	/* a trace written before the pci_bus_id column: '' */
 	int rc = sqlite3_prepare_v2(r->db,
-	                            "SELECT id, ordinal, total_bytes, name, uuid, driver_version,"
-	                            " cuda_version FROM devices ORDER BY id",
+	                            fmt_schema_has_column(r->db, "devices", "pci_bus_id")
+	                                    ? "SELECT id, ordinal, total_bytes, name, uuid,"
+	                                      " driver_version, cuda_version, pci_bus_id"
+	                                      " FROM devices ORDER BY id"
+	                                    : "SELECT id, ordinal, total_bytes, name, uuid,"
+	                                      " driver_version, cuda_version, ''"
+	                                      " FROM devices ORDER BY id",
 	                            -1, &st, NULL);
 	while (fmt_step_row(st, &rc)) {
 		struct mt_device *d = realloc(r->devices, (r->n_devices + 1) * sizeof(*d));
@@ -181,12 +185,66 @@ static int load_devices(struct mt_reader *r)
 			.uuid = dup_column(st, 4),
 			.driver_version = dup_column(st, 5),
 			.cuda_version = dup_column(st, 6),
+			.pci_bus_id = dup_column(st, 7),
 		};
-		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version)
+		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version ||
+		    !d->pci_bus_id)
 			rc = SQLITE_NOMEM;
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : fmt_reader_sql_fail(r, rc, "cannot read devices");
+}
+
+/* What writers that did not close left (FORMAT.md "Incomplete traces"):
+ * for each key open_writer.N.P, the events of process P are complete only
+ * before its time; the smallest time over the keys of P counts. */
+static int load_coverage(struct mt_reader *r)
+{
+	static const char prefix[] = "open_writer.";
+
+	r->earliest_until = MT_TIME_UNKNOWN;
+	r->complete_until = malloc((r->n_processes ? r->n_processes : 1) * sizeof(uint64_t));
+	if (!r->complete_until)
+		return mt_fail(r->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < r->n_processes; i++)
+		r->complete_until[i] = MT_TIME_UNKNOWN;
+	for (size_t i = 0; i < r->n_meta; i += 2) {
+		const char *key = r->meta[i], *v = r->meta[i + 1];
+		unsigned long long n, process, t;
+		const struct mt_process *p;
+		char *end;
+		int used = 0;
+
+		if (strncmp(key, prefix, sizeof(prefix) - 1) != 0)
+			continue;
+		errno = 0;
+		t = strtoull(v, &end, 10);
+		if (sscanf(key + sizeof(prefix) - 1, "%llu.%llu%n", &n, &process, &used) != 2 ||
+		    key[sizeof(prefix) - 1 + (size_t)used] || errno || end == v || *end ||
+		    *v == '-' || t == MT_TIME_UNKNOWN)
+			return mt_fail(r->message, FMT_MESSAGE_MAX, -EBADMSG,
+			               "%s is corrupt (meta %s = '%s' is not a process's time)",
+			               r->path, key, v);
+		p = process <= UINT32_MAX
+		            ? fmt_find_id(r->processes, r->n_processes, sizeof(*r->processes),
+		                          offsetof(struct mt_process, id), (uint32_t)process)
+		            : NULL;
+		if (!p)
+			return mt_fail(r->message, FMT_MESSAGE_MAX, -EBADMSG,
+			               "%s is corrupt (meta %s names no process)", r->path, key);
+		uint64_t *until = &r->complete_until[p - r->processes];
+		*until = t < *until ? t : *until;
+		r->earliest_until = t < r->earliest_until ? t : r->earliest_until;
+	}
+	return 0;
+}
+
+int mt_reader_incomplete(struct mt_reader *r, uint64_t *until)
+{
+	if (!until || fmt_reader_ready(r) < 0)
+		return -EINVAL;
+	*until = r->earliest_until;
+	return r->earliest_until != MT_TIME_UNKNOWN;
 }
 
 static void free_tables(struct mt_reader *r)
@@ -199,6 +257,7 @@ static void free_tables(struct mt_reader *r)
 	for (size_t i = 0; i < r->n_processes; i++) {
 		free((char *)r->processes[i].command_line);
 		free((char *)r->processes[i].hostname);
+		free((char *)r->processes[i].capture);
 	}
 	free(r->processes);
 	r->processes = NULL;
@@ -208,10 +267,13 @@ static void free_tables(struct mt_reader *r)
 		free((char *)r->devices[i].uuid);
 		free((char *)r->devices[i].driver_version);
 		free((char *)r->devices[i].cuda_version);
+		free((char *)r->devices[i].pci_bus_id);
 	}
 	free(r->devices);
 	r->devices = NULL;
 	r->n_devices = 0;
+	free(r->complete_until);
+	r->complete_until = NULL;
 }
 
 int mt_reader_open(struct mt_reader *r, const char *path)
@@ -236,6 +298,10 @@ int mt_reader_open(struct mt_reader *r, const char *path)
 		err = load_processes(r);
 	if (err == 0)
 		err = load_devices(r);
+	if (err == 0)
+		err = load_coverage(r);
+	if (err == 0)
+		err = fmt_index_check(r);
 	if (err < 0) {
 		free_tables(r);
 		sqlite3_finalize(r->blob_stmt);
@@ -313,10 +379,9 @@ const struct mt_device *mt_reader_device(struct mt_reader *r, size_t i)
 
 const struct mt_device *mt_reader_device_by_id(struct mt_reader *r, uint32_t id)
 {
-	for (size_t i = 0; r && i < r->n_devices; i++)
-		if (r->devices[i].id == id)
-			return &r->devices[i];
-	return NULL;
+	return r ? fmt_find_id(r->devices, r->n_devices, sizeof(*r->devices),
+	                       offsetof(struct mt_device, id), id)
+	         : NULL;
 }
 
 static int load_strings(struct mt_reader *r)
@@ -357,48 +422,177 @@ const char *mt_reader_string(struct mt_reader *r, uint32_t id)
 		return "";
 	if (!r->strings_loaded && load_strings(r) < 0)
 		return NULL;
-	size_t lo = 0, hi = r->n_strings;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r->strings[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
+	const struct string_row *row = fmt_find_id(r->strings, r->n_strings, sizeof(*r->strings),
+	                                           offsetof(struct string_row, id), id);
+	return row ? row->text : NULL;
+}
+
+/* The first and last chunk of a kind: the rows whose times the statistics
+ * report, confirmed by decoding them (a chunk cut at the end of a complete
+ * span is confirmed when it is cut). */
+struct kind_ends {
+	struct fmt_chunk_row first, last;
+	bool last_confirmed;
+};
+
+static struct fmt_chunk_row chunk_row(sqlite3_stmt *st)
+{
+	return (struct fmt_chunk_row){
+		.id = sqlite3_column_int64(st, 5),
+		.process = (uint32_t)sqlite3_column_int64(st, 6),
+		.device = (uint32_t)sqlite3_column_int64(st, 7),
+		.kind = (unsigned)sqlite3_column_int64(st, 0),
+		.codec = sqlite3_column_int64(st, 8),
+		.first_ts = fmt_u64_from_sql(st, 3),
+		.last_ts = fmt_u64_from_sql(st, 4),
+		.count = fmt_u64_from_sql(st, 1),
+	};
+}
+
+/* Adds a chunk's count, bytes and times (those of its events before the
+ * covered end: count and last_ts may be less than the row's). */
+static void add_chunk(struct mt_kind_stats *s, struct kind_ends *e, const struct fmt_chunk_row *row,
+                      uint64_t count, uint64_t last_ts, uint64_t blob_bytes, bool cut)
+{
+	if (!s->events || row->first_ts < s->first_ts) {
+		s->first_ts = row->first_ts;
+		e->first = *row;
 	}
-	return lo < r->n_strings && r->strings[lo].id == id ? r->strings[lo].text : NULL;
+	if (!s->events || last_ts > s->last_ts) {
+		s->last_ts = last_ts;
+		e->last = *row;
+		e->last_confirmed = cut;
+	}
+	s->events += count;
+	s->chunks++;
+	s->blob_bytes += blob_bytes;
+}
+
+/* The part of a chunk that straddles the end of its process's complete
+ * span: its events before it. */
+static int add_cut_chunk(struct mt_reader *r, struct mt_kind_stats *s, struct kind_ends *e,
+                         const struct fmt_chunk_row *row, uint64_t blob_bytes,
+                         struct mt_event **events, size_t *capacity)
+{
+	uint64_t until = fmt_complete_until(r, row->process);
+	int err = fmt_chunk_load(r, row, events, capacity);
+	size_t n = 0;
+
+	if (err < 0)
+		return err;
+	while (n < row->count && (*events)[n].ts < until)
+		n++;
+	if (n > 0)
+		add_chunk(s, e, row, n, (*events)[n - 1].ts, blob_bytes, true);
+	return 0;
+}
+
+/* Decodes the chunks that hold each kind's first and last times, so that no
+ * time reported rests on a row alone. */
+static int confirm_ends(struct mt_reader *r, const struct mt_kind_stats *stats,
+                        const struct kind_ends *ends, struct mt_event **events, size_t *capacity)
+{
+	int err = 0;
+
+	for (unsigned k = 1; !err && k <= MT_EVENT_KIND_MAX; k++) {
+		if (!stats[k].events)
+			continue;
+		err = fmt_chunk_load(r, &ends[k].first, events, capacity);
+		if (!err && ends[k].last.id != ends[k].first.id && !ends[k].last_confirmed)
+			err = fmt_chunk_load(r, &ends[k].last, events, capacity);
+	}
+	return err;
+}
+
+/* Rows whose chunks straddle the end of their process's complete span. */
+struct cut_rows {
+	struct fmt_chunk_row *row;
+	uint64_t *blob_bytes;
+	size_t n, cap;
+};
+
+static int push_cut(struct cut_rows *c, const struct fmt_chunk_row *row, uint64_t blob_bytes)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 16;
+		struct fmt_chunk_row *nr = realloc(c->row, cap * sizeof(*nr));
+		if (nr)
+			c->row = nr;
+		uint64_t *nb = nr ? realloc(c->blob_bytes, cap * sizeof(*nb)) : NULL;
+		if (!nb)
+			return -ENOMEM;
+		c->blob_bytes = nb;
+		c->cap = cap;
+	}
+	c->row[c->n] = *row;
+	c->blob_bytes[c->n++] = blob_bytes;
+	return 0;
+}
+
+/* Sums the index rows the query selects; chunks past the end of their
+ * process's complete span are left out, those across it counted up to it. */
+static int sum_rows(struct mt_reader *r, sqlite3_stmt *st, struct mt_kind_stats *stats,
+                    struct kind_ends *ends, struct cut_rows *cut)
+{
+	int rc = SQLITE_OK;
+
+	while (fmt_step_row(st, &rc)) {
+		struct fmt_chunk_row row = chunk_row(st);
+		uint64_t blob_bytes = fmt_u64_from_sql(st, 2);
+
+		if (row.kind < 1 || row.kind > MT_EVENT_KIND_MAX) /* a row added since the open */
+			return fmt_chunk_corrupt(r, row.id, "unknown kind");
+		uint64_t until = fmt_complete_until(r, row.process);
+		bool incomplete = until != MT_TIME_UNKNOWN;
+
+		if (incomplete && row.first_ts >= until)
+			continue;
+		if (incomplete && row.last_ts >= until) {
+			if (push_cut(cut, &row, blob_bytes) < 0)
+				return mt_fail(r->message, FMT_MESSAGE_MAX, -ENOMEM,
+				               "out of memory");
+			continue;
+		}
+		add_chunk(&stats[row.kind], &ends[row.kind], &row, row.count, row.last_ts,
+		          blob_bytes, false);
+	}
+	return rc == SQLITE_DONE ? 0 : fmt_reader_sql_fail(r, rc, "cannot read the chunk index");
 }
 
 int mt_reader_kind_stats(struct mt_reader *r, const struct mt_query *q,
                          struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1])
 {
+	struct kind_ends ends[MT_EVENT_KIND_MAX + 1];
+	struct cut_rows cut = { 0 };
+	struct mt_event *events = NULL;
+	size_t capacity = 0;
+	sqlite3_stmt *st;
+	int err;
+
 	if (!stats || fmt_reader_ready(r) < 0)
 		return -EINVAL;
 	for (unsigned k = 0; k <= MT_EVENT_KIND_MAX; k++)
 		stats[k] = (struct mt_kind_stats){ .first_ts = MT_TIME_UNKNOWN };
-	sqlite3_stmt *st;
-	int rc =
-	        sqlite3_prepare_v2(r->db,
-	                           "SELECT kind, count, length(blob), first_ts, last_ts FROM chunks"
-	                           " WHERE (?1 = 0 OR device = ?1) AND (?2 = 0 OR process = ?2)",
-	                           -1, &st, NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, q ? q->device : 0);
-		sqlite3_bind_int64(st, 2, q ? q->process : 0);
-	}
-	while (fmt_step_row(st, &rc)) {
-		int64_t kind = sqlite3_column_int64(st, 0);
-		if (kind < 1 || kind > MT_EVENT_KIND_MAX)
-			continue;
-		struct mt_kind_stats *s = &stats[kind];
-		uint64_t first = fmt_u64_from_sql(st, 3), last = fmt_u64_from_sql(st, 4);
-		s->events += fmt_u64_from_sql(st, 1);
-		s->chunks++;
-		s->blob_bytes += fmt_u64_from_sql(st, 2);
-		s->first_ts = first < s->first_ts ? first : s->first_ts;
-		s->last_ts = last > s->last_ts ? last : s->last_ts;
-	}
+	int rc = sqlite3_prepare_v2(r->db,
+	                            "SELECT kind, count, length(blob), first_ts, last_ts, id,"
+	                            " process, device, codec FROM chunks"
+	                            " WHERE (?1 = 0 OR device = ?1) AND (?2 = 0 OR process = ?2)",
+	                            -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return fmt_reader_sql_fail(r, rc, "cannot read the chunk index");
+	sqlite3_bind_int64(st, 1, q ? q->device : 0);
+	sqlite3_bind_int64(st, 2, q ? q->process : 0);
+	err = sum_rows(r, st, stats, ends, &cut);
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : fmt_reader_sql_fail(r, rc, "cannot read the chunk index");
+	for (size_t i = 0; !err && i < cut.n; i++)
+		err = add_cut_chunk(r, &stats[cut.row[i].kind], &ends[cut.row[i].kind], &cut.row[i],
+		                    cut.blob_bytes[i], &events, &capacity);
+	if (!err)
+		err = confirm_ends(r, stats, ends, &events, &capacity);
+	free(cut.row);
+	free(cut.blob_bytes);
+	free(events);
+	return err;
 }
 
 /* Decodes a replay's series blob (codec 0: little-endian u64 triples). */

@@ -4,6 +4,7 @@
 #ifndef MEMTRACE_SCHEMA_PRIVATE_H
 #define MEMTRACE_SCHEMA_PRIVATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,14 @@ int fmt_schema_check(sqlite3 *db, const char *path, int *empty, char *msg);
 /* Creates the v1 schema in an empty database (inside the caller's
  * transaction) and sets format_version and memtrace_version. */
 int fmt_schema_create(sqlite3 *db, const char *path, char *msg);
+
+/* Whether TABLE has COLUMN (false also when it cannot be told). */
+bool fmt_schema_has_column(sqlite3 *db, const char *table, const char *column);
+
+/* Adds the columns that version 1 gained after its first traces (docs/FORMAT.md,
+ * "Compatibility") to a trace that lacks them; inside the caller's write
+ * transaction. Returns 0 or a negative errno with a message. */
+int fmt_schema_add_later_columns(sqlite3 *db, const char *path, char *msg);
 
 /* Stores a uint64_t in an INTEGER column (two's complement for values past
  * INT64_MAX) and reads it back. */

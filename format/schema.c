@@ -1,9 +1,10 @@
 #include "config.h"
 
-/* schema.c — the SQLite schema of format v1 (FORMAT.md "Tables"): creating
+/* schema.c — the SQLite schema of format v1 (docs/FORMAT.md "Tables"): creating
  * it, recognising a memtrace trace and refusing newer versions. */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +19,11 @@ static const char schema_sql[] =
         "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);"
         "CREATE TABLE processes (id INTEGER PRIMARY KEY, parent INTEGER NOT NULL DEFAULT 0,"
         " pid INTEGER NOT NULL, start_ns INTEGER NOT NULL, command_line TEXT NOT NULL,"
-        " hostname TEXT NOT NULL);"
+        " hostname TEXT NOT NULL, capture TEXT NOT NULL DEFAULT '');"
         "CREATE TABLE devices (id INTEGER PRIMARY KEY, ordinal INTEGER NOT NULL,"
         " total_bytes INTEGER NOT NULL, name TEXT NOT NULL, uuid TEXT NOT NULL,"
-        " driver_version TEXT NOT NULL, cuda_version TEXT NOT NULL);"
+        " driver_version TEXT NOT NULL, cuda_version TEXT NOT NULL,"
+        " pci_bus_id TEXT NOT NULL DEFAULT '');"
         "CREATE UNIQUE INDEX devices_uuid ON devices (uuid) WHERE uuid <> '';"
         "CREATE TABLE strings (id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);"
         "CREATE TABLE chunks (id INTEGER PRIMARY KEY, process INTEGER NOT NULL,"
@@ -34,6 +36,15 @@ static const char schema_sql[] =
         " created_ns INTEGER NOT NULL, policy TEXT NOT NULL, backend TEXT NOT NULL,"
         " params TEXT NOT NULL, result_json TEXT NOT NULL, series_codec INTEGER NOT NULL,"
         " series BLOB NOT NULL);";
+
+/* Columns added to version 1 after its first traces were written: a reader
+ * takes '' where a trace lacks them, a writer adds them before it writes. */
+static const struct {
+	const char *table, *column, *declaration;
+} later_columns[] = {
+	{ "processes", "capture", "TEXT NOT NULL DEFAULT ''" },
+	{ "devices", "pci_bus_id", "TEXT NOT NULL DEFAULT ''" },
+};
 
 static const char *const required_tables[] = { "meta",    "processes", "devices",
 	                                       "strings", "chunks",    "replays" };
@@ -199,6 +210,47 @@ int fmt_schema_create(sqlite3 *db, const char *path, char *msg)
 		                err ? err : sqlite3_errstr(rc));
 		sqlite3_free(err);
 		return e == -EBADMSG ? -EIO : e;
+	}
+	return 0;
+}
+
+bool fmt_schema_has_column(sqlite3 *db, const char *table, const char *column)
+{
+	sqlite3_stmt *st = NULL;
+	bool found = false;
+	int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1,
+	                            &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+		found = sqlite3_step(st) == SQLITE_ROW;
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+int fmt_schema_add_later_columns(sqlite3 *db, const char *path, char *msg)
+{
+	for (size_t i = 0; i < sizeof(later_columns) / sizeof(later_columns[0]); i++) {
+		char sql[256];
+		char *err = NULL;
+		int rc;
+
+		if (fmt_schema_has_column(db, later_columns[i].table, later_columns[i].column))
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s",
+		         later_columns[i].table, later_columns[i].column,
+		         later_columns[i].declaration);
+		rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+		if (rc != SQLITE_OK) {
+			int e = mt_fail(msg, FMT_MESSAGE_MAX, fmt_sqlite_errno(rc),
+			                "%s: cannot add column %s.%s: %s", path,
+			                later_columns[i].table, later_columns[i].column,
+			                err ? err : sqlite3_errstr(rc));
+			sqlite3_free(err);
+			return e == -EBADMSG ? -EIO : e;
+		}
 	}
 	return 0;
 }

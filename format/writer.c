@@ -7,7 +7,9 @@
  * are interned with INSERT OR IGNORE + SELECT so every writer agrees. */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,8 +29,16 @@ struct buffer {
 	unsigned kind;
 	struct mt_event *events;
 	size_t n, cap;
-	size_t stored;    /* events[0, stored) are in the open chunk row */
-	int64_t open_row; /* the open chunk's row id, 0 = none yet */
+	size_t stored;       /* events[0, stored) are in the open chunk row */
+	int64_t open_row;    /* the open chunk's row id, 0 = none yet */
+	uint64_t pending_ts; /* smallest ts of events[stored, n), UINT64_MAX if none */
+};
+
+/* A process this writer appends events of, and its open_writer key's time. */
+struct mark {
+	uint32_t process;
+	uint64_t max_ts;  /* largest ts appended for it */
+	uint64_t covered; /* the time its key holds */
 };
 
 /* Interned string cache: open addressing, power-of-two capacity. */
@@ -43,7 +53,10 @@ enum statement {
 	ST_CHUNK_REPLACE,
 	ST_META,
 	ST_META_ADD,
+	ST_META_GET,
+	ST_META_DELETE,
 	ST_PROCESS,
+	ST_PROCESS_CAPTURE,
 	ST_DEVICE_INSERT,
 	ST_DEVICE_FIND,
 	ST_STRING_INSERT,
@@ -64,10 +77,14 @@ static const char *const statement_sql[ST_COUNT] = {
 	[ST_META_ADD] = "INSERT INTO meta (key, value) VALUES (?1, CAST(?2 AS TEXT))"
 	                " ON CONFLICT (key) DO UPDATE SET"
 	                " value = CAST(CAST(value AS INTEGER) + ?2 AS TEXT)",
-	[ST_PROCESS] = "INSERT INTO processes (parent, pid, start_ns, command_line, hostname)"
-	               " VALUES (?, ?, ?, ?, ?)",
+	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?",
+	[ST_META_DELETE] = "DELETE FROM meta WHERE key = ?",
+	[ST_PROCESS] = "INSERT INTO processes (parent, pid, start_ns, command_line, hostname,"
+	               " capture) VALUES (?, ?, ?, ?, ?, ?)",
+	[ST_PROCESS_CAPTURE] = "UPDATE processes SET capture = ?2 WHERE id = ?1",
 	[ST_DEVICE_INSERT] = "INSERT OR IGNORE INTO devices (ordinal, total_bytes, name, uuid,"
-	                     " driver_version, cuda_version) VALUES (?, ?, ?, ?, ?, ?)",
+	                     " driver_version, cuda_version, pci_bus_id)"
+	                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
 	[ST_DEVICE_FIND] = "SELECT id FROM devices WHERE uuid = ? AND uuid <> ''",
 	[ST_STRING_INSERT] = "INSERT OR IGNORE INTO strings (value) VALUES (?)",
 	[ST_STRING_FIND] = "SELECT id FROM strings WHERE value = ?",
@@ -83,6 +100,9 @@ struct mt_writer {
 	size_t n_buffers, cap_buffers, last_buffer;
 	size_t chunk_events;
 	uint64_t next_seq, appended, written;
+	int64_t number;     /* N of the open_writer.N.P keys, 0 until events come */
+	struct mark *marks; /* one per process this writer appended events of */
+	size_t n_marks, cap_marks;
 	struct intern_slot *interned;
 	size_t n_interned, cap_interned;
 	char message[FMT_MESSAGE_MAX];
@@ -180,6 +200,8 @@ static int open_db(struct mt_writer *w, unsigned flags)
 	err = fmt_schema_check(w->db, w->path, &empty, w->message);
 	if (err < 0 && empty)
 		err = fmt_schema_create(w->db, w->path, w->message);
+	else if (err == 0)
+		err = fmt_schema_add_later_columns(w->db, w->path, w->message);
 	if (err == 0)
 		err = exec(w, "COMMIT");
 	if (err < 0)
@@ -268,9 +290,24 @@ int mt_writer_add_process(struct mt_writer *w, const struct mt_process *p, uint3
 	sqlite3_bind_int64(st, 3, fmt_u64_to_sql(p->start_ns));
 	bind_text(st, 4, p->command_line);
 	bind_text(st, 5, p->hostname);
+	bind_text(st, 6, p->capture);
 	err = step(w, ST_PROCESS, "cannot add a process", NULL);
 	if (err == 0)
 		*id = (uint32_t)sqlite3_last_insert_rowid(w->db);
+	return err;
+}
+
+int mt_writer_set_process_capture(struct mt_writer *w, uint32_t id, const char *capture)
+{
+	int err = check_open(w);
+	if (err < 0)
+		return err;
+	sqlite3_bind_int64(w->st[ST_PROCESS_CAPTURE], 1, id);
+	bind_text(w->st[ST_PROCESS_CAPTURE], 2, capture);
+	err = step(w, ST_PROCESS_CAPTURE, "cannot set a process's capture", NULL);
+	if (err == 0 && sqlite3_changes(w->db) != 1)
+		err = mt_fail(w->message, FMT_MESSAGE_MAX, -ENOENT, "%s: no process row %u",
+		              w->path, id);
 	return err;
 }
 
@@ -288,6 +325,7 @@ int mt_writer_add_device(struct mt_writer *w, const struct mt_device *d, uint32_
 	bind_text(st, 4, d->uuid);
 	bind_text(st, 5, d->driver_version);
 	bind_text(st, 6, d->cuda_version);
+	bind_text(st, 7, d->pci_bus_id);
 	err = step(w, ST_DEVICE_INSERT, "cannot add a device", NULL);
 	if (err < 0)
 		return err;
@@ -408,6 +446,116 @@ void mt_writer_set_chunk_events(struct mt_writer *w, size_t n)
 	w->chunk_events = n < 1 ? 1 : n > MT_CHUNK_MAX_EVENTS ? MT_CHUNK_MAX_EVENTS : n;
 }
 
+/* ---- coverage: how far a writer's events are committed (FORMAT.md
+ * "Incomplete traces"). For each process it appends events of, a writer
+ * keeps the meta key open_writer.N.P (N its number from the meta count
+ * "writers", P the process row) holding a time: every event of P it
+ * appended with a smaller ts is in a committed chunk. Closing with nothing
+ * left uncommitted deletes the keys; a writer that is killed leaves them,
+ * and readers use only the events of P before that time. */
+
+/* Smallest ts of events[from, n) of b, UINT64_MAX if none. */
+static uint64_t smallest_ts(const struct buffer *b, size_t from)
+{
+	uint64_t t = UINT64_MAX;
+	for (size_t i = from; i < b->n; i++)
+		t = b->events[i].ts < t ? b->events[i].ts : t;
+	return t;
+}
+
+/* The ts below which every event of m's process appended so far is
+ * committed. */
+static uint64_t covered_to(const struct mt_writer *w, const struct mark *m)
+{
+	uint64_t t = UINT64_MAX;
+	for (size_t i = 0; i < w->n_buffers; i++)
+		if (w->buffers[i].process == m->process && w->buffers[i].pending_ts < t)
+			t = w->buffers[i].pending_ts;
+	if (t == UINT64_MAX) /* nothing pending: everything appended is in */
+		t = m->max_ts == UINT64_MAX ? UINT64_MAX - 1 : m->max_ts + 1;
+	return t;
+}
+
+static void mark_key(const struct mt_writer *w, const struct mark *m, char *key, size_t len)
+{
+	snprintf(key, len, "open_writer.%lld.%" PRIu32, (long long)w->number, m->process);
+}
+
+static int set_mark(struct mt_writer *w, struct mark *m, uint64_t t)
+{
+	char key[64], value[24];
+	mark_key(w, m, key, sizeof(key));
+	snprintf(value, sizeof(value), "%" PRIu64, t);
+	bind_text(w->st[ST_META], 1, key);
+	bind_text(w->st[ST_META], 2, value);
+	int err = step(w, ST_META, "cannot record what is committed", NULL);
+	if (err == 0)
+		m->covered = t;
+	return err;
+}
+
+/* This writer's number N, taken from the meta count "writers". */
+static int take_number(struct mt_writer *w)
+{
+	int err = exec(w, "BEGIN IMMEDIATE");
+	if (err < 0)
+		return err;
+	bind_text(w->st[ST_META_ADD], 1, "writers");
+	sqlite3_bind_int64(w->st[ST_META_ADD], 2, 1);
+	err = step(w, ST_META_ADD, "cannot count writers", NULL);
+	if (err == 0) {
+		bind_text(w->st[ST_META_GET], 1, "writers");
+		err = step(w, ST_META_GET, "cannot count writers", &w->number);
+	}
+	if (err == 0)
+		err = exec(w, "COMMIT");
+	if (err < 0) {
+		sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+		w->number = 0;
+	}
+	return err;
+}
+
+/* The mark of ev's process, made (with the key set to ev's ts: nothing of
+ * the process is committed yet) before its first event. */
+static struct mark *process_mark(struct mt_writer *w, const struct mt_event *ev, int *err)
+{
+	for (size_t i = 0; i < w->n_marks; i++)
+		if (w->marks[i].process == ev->process)
+			return &w->marks[i];
+	if (!w->number && (*err = take_number(w)) < 0)
+		return NULL;
+	if (w->n_marks == w->cap_marks) {
+		size_t cap = w->cap_marks ? 2 * w->cap_marks : 4;
+		struct mark *nm = realloc(w->marks, cap * sizeof(*nm));
+		if (!nm) {
+			*err = mt_fail(w->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
+			return NULL;
+		}
+		w->marks = nm;
+		w->cap_marks = cap;
+	}
+	struct mark *m = &w->marks[w->n_marks];
+	*m = (struct mark){ .process = ev->process, .max_ts = ev->ts };
+	if ((*err = set_mark(w, m, ev->ts)) < 0)
+		return NULL;
+	w->n_marks++;
+	return m;
+}
+
+/* After a commit: moves each process's time on. A failure here leaves an
+ * older, smaller time, which is still true. */
+static int update_coverage(struct mt_writer *w)
+{
+	int err = 0;
+	for (size_t i = 0; err == 0 && i < w->n_marks; i++) {
+		uint64_t t = covered_to(w, &w->marks[i]);
+		if (t != w->marks[i].covered)
+			err = set_mark(w, &w->marks[i], t);
+	}
+	return err;
+}
+
 /* Stores the first `count` events of b as the buffer's open chunk, in one
  * transaction: the first store of a chunk inserts its row, later stores
  * replace that row with the longer chunk. Periodic flushes thus stay crash
@@ -470,7 +618,8 @@ static int store_chunk(struct mt_writer *w, struct buffer *b, size_t count, bool
 		b->stored = 0;
 		b->open_row = 0;
 	}
-	return 0;
+	b->pending_ts = smallest_ts(b, b->stored);
+	return update_coverage(w);
 }
 
 static struct buffer *find_buffer(struct mt_writer *w, const struct mt_event *ev)
@@ -497,7 +646,10 @@ static struct buffer *find_buffer(struct mt_writer *w, const struct mt_event *ev
 	}
 	w->last_buffer = w->n_buffers++;
 	struct buffer *b = &w->buffers[w->last_buffer];
-	*b = (struct buffer){ .process = ev->process, .device = ev->device, .kind = ev->kind };
+	*b = (struct buffer){ .process = ev->process,
+		              .device = ev->device,
+		              .kind = ev->kind,
+		              .pending_ts = UINT64_MAX };
 	return b;
 }
 
@@ -509,6 +661,9 @@ int mt_writer_append(struct mt_writer *w, const struct mt_event *ev)
 	if (!ev || !mt_event_kind_name(ev->kind))
 		return mt_fail(w->message, FMT_MESSAGE_MAX, -EINVAL, "bad event kind %u",
 		               ev ? ev->kind : 0);
+	struct mark *m = process_mark(w, ev, &err);
+	if (!m)
+		return err;
 	struct buffer *b = find_buffer(w, ev);
 	if (!b)
 		return mt_fail(w->message, FMT_MESSAGE_MAX, -ENOMEM, "out of memory");
@@ -524,6 +679,8 @@ int mt_writer_append(struct mt_writer *w, const struct mt_event *ev)
 	*dst = *ev;
 	dst->seq = w->next_seq++;
 	w->appended++;
+	b->pending_ts = ev->ts < b->pending_ts ? ev->ts : b->pending_ts;
+	m->max_ts = ev->ts > m->max_ts ? ev->ts : m->max_ts;
 	if (b->n >= w->chunk_events)
 		return store_chunk(w, b, w->chunk_events, true);
 	return 0;
@@ -566,7 +723,7 @@ const char *mt_writer_message(const struct mt_writer *w)
 	return w ? w->message : "";
 }
 
-/* The series as little-endian u64 triples (FORMAT.md "replays"). */
+/* The series as little-endian u64 triples (docs/FORMAT.md "replays"). */
 static unsigned char *series_blob(const struct mt_series_point *s, size_t n)
 {
 	unsigned char *out = malloc(n * 24 + 1), *p = out;
@@ -610,6 +767,14 @@ void mt_writer_free(struct mt_writer *w)
 {
 	if (!w)
 		return;
+	/* everything appended is committed: this writer's part is complete */
+	for (size_t i = 0; w->db && w->written == w->appended && i < w->n_marks; i++) {
+		char key[64];
+		mark_key(w, &w->marks[i], key, sizeof(key));
+		bind_text(w->st[ST_META_DELETE], 1, key);
+		step(w, ST_META_DELETE, "cannot close", NULL);
+	}
+	free(w->marks);
 	for (int s = 0; s < ST_COUNT; s++)
 		sqlite3_finalize(w->st[s]);
 	sqlite3_close(w->db);

@@ -14,7 +14,7 @@
  *
  * CUPTI's buffer callback runs on CUPTI's threads, which the program's own
  * launches can wait for, so it only queues the buffer: the records are read
- * on the recorder's flushing thread (mt_activity_drain_locked). Read buffers
+ * on the recorder's flushing thread (rec_activity_drain_locked). Read buffers
  * are zeroed there and handed back to CUPTI, which then need not zero a new
  * 4 MiB buffer on the launching thread.
  */
@@ -129,7 +129,7 @@ static void memory_record(const CUpti_ActivityMemory4 *m)
 	ev.alloc.mem_kind = (uint8_t)mem_kind_of(m, &keep);
 	if (!keep)
 		return;
-	api = mt_callbacks_api_for(m->correlationId);
+	api = rec_callbacks_api_for(m->correlationId);
 	/* VMM mappings are recorded from cuMemMap/cuMemUnmap callbacks; the
 	 * physical handle CUPTI reports for cuMemCreate has no address. */
 	if (api == MT_API_CU_MEM_CREATE)
@@ -146,10 +146,10 @@ static void memory_record(const CUpti_ActivityMemory4 *m)
 	ev.alloc.stream = m->streamId == CUPTI_INVALID_STREAM_ID ? 0 : m->streamId;
 	ev.alloc.correlation = m->correlationId;
 	if (ev.kind == MT_EVENT_ALLOC)
-		ev.alloc.site = mt_callbacks_site_for(m->correlationId);
+		ev.alloc.site = rec_callbacks_site_for(m->correlationId);
 	ev.alloc.layer = MT_LAYER_DRIVER;
 	ev.alloc.api = (uint8_t)(api ? api : default_api(ev.alloc.mem_kind));
-	mt_sink_append_locked(&ev);
+	rec_sink_append_locked(&ev);
 }
 
 static void pool_record(const CUpti_ActivityMemoryPool3 *p)
@@ -172,7 +172,7 @@ static void pool_record(const CUpti_ActivityMemoryPool3 *p)
 	default:
 		ev.pool.op = MT_POOL_CREATE;
 	}
-	mt_sink_append_locked(&ev);
+	rec_sink_append_locked(&ev);
 }
 
 /* A forced flush (at exit, after a crash) hands over records of work that
@@ -182,7 +182,7 @@ static bool untimed(uint64_t start, uint64_t end)
 {
 	if (start != 0 && end >= start)
 		return false;
-	mt_inject_state.untimed++;
+	rec_state.untimed++;
 	return true;
 }
 
@@ -198,7 +198,7 @@ static void kernel_record(const CUpti_ActivityKernel10 *k)
 	ev.kernel.end = k->end;
 	ev.kernel.stream = k->streamId;
 	ev.kernel.correlation = k->correlationId;
-	ev.kernel.name = mt_sink_intern_locked(k->name);
+	ev.kernel.name = rec_sink_intern_locked(k->name);
 	ev.kernel.grid[0] = (uint32_t)k->gridX;
 	ev.kernel.grid[1] = (uint32_t)k->gridY;
 	ev.kernel.grid[2] = (uint32_t)k->gridZ;
@@ -206,7 +206,7 @@ static void kernel_record(const CUpti_ActivityKernel10 *k)
 	ev.kernel.block[1] = (uint32_t)k->blockY;
 	ev.kernel.block[2] = (uint32_t)k->blockZ;
 	ev.kernel.shared_bytes = (uint32_t)(k->staticSharedMemory + k->dynamicSharedMemory);
-	mt_sink_append_locked(&ev);
+	rec_sink_append_locked(&ev);
 }
 
 static unsigned copy_kind_of(uint8_t k)
@@ -241,7 +241,7 @@ static void copy_record(unsigned kind, uint64_t start, uint64_t end, uint32_t de
 	ev.copy.bytes = bytes;
 	ev.copy.stream = stream;
 	ev.copy.copy_kind = (uint8_t)copy_kind;
-	mt_sink_append_locked(&ev);
+	rec_sink_append_locked(&ev);
 }
 
 static struct open_range *range_slot(uint32_t id, int create)
@@ -277,8 +277,8 @@ static void emit_range(const struct open_range *r, uint64_t end)
 	/* ranges are host-side: kept on the lowest CUDA ordinal this process
 	 * already records, so that a process on GPU 1 gains no GPU 0 row */
 	ev.device = 0;
-	for (unsigned d = 0; d < MT_INJECT_MAX_DEVICES; d++) {
-		if (mt_inject_state.device_rows[d]) {
+	for (unsigned d = 0; d < REC_MAX_DEVICES; d++) {
+		if (rec_state.device_rows[d]) {
 			ev.device = d;
 			break;
 		}
@@ -288,7 +288,7 @@ static void emit_range(const struct open_range *r, uint64_t end)
 	ev.range.domain = r->domain;
 	ev.range.thread = r->thread;
 	ev.range.depth = r->depth;
-	mt_sink_append_locked(&ev);
+	rec_sink_append_locked(&ev);
 }
 
 /* Removes a slot from an open-addressing table (backward-shift delete). */
@@ -317,17 +317,17 @@ static uint32_t range_name(const char *name)
 	char op[256];
 
 	if (!name)
-		return mt_sink_intern_locked("");
+		return rec_sink_intern_locked("");
 	for (size_t i = 0; i < sizeof(annotations) / sizeof(annotations[0]); i++) {
 		const char *at = strstr(name, annotations[i]);
 		if (at && (!cut || at < cut))
 			cut = at;
 	}
 	if (!cut || (size_t)(cut - name) >= sizeof(op))
-		return mt_sink_intern_locked(name);
+		return rec_sink_intern_locked(name);
 	memcpy(op, name, (size_t)(cut - name));
 	op[cut - name] = 0;
-	return mt_sink_intern_locked(op);
+	return rec_sink_intern_locked(op);
 }
 
 static void marker_record(const CUpti_ActivityMarker2 *m)
@@ -345,7 +345,7 @@ static void marker_record(const CUpti_ActivityMarker2 *m)
 		r->depth = thread_depth(r->thread);
 		r->id = m->id;
 		r->name = range_name(m->name);
-		r->domain = m->domain && *m->domain ? mt_sink_intern_locked(m->domain) : 0;
+		r->domain = m->domain && *m->domain ? rec_sink_intern_locked(m->domain) : 0;
 		r->start = m->timestamp;
 	} else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
 		r = range_slot(m->id, 0);
@@ -356,7 +356,7 @@ static void marker_record(const CUpti_ActivityMarker2 *m)
 	}
 }
 
-void mt_activity_close_ranges_locked(void)
+void rec_activity_close_ranges_locked(void)
 {
 	for (unsigned i = 0; i < RANGE_SLOTS; i++) {
 		if (ranges[i].id) {
@@ -410,7 +410,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 		atomic_fetch_add(&dropped_records, dropped);
 	if (!buffer)
 		return;
-	if (!atomic_load_explicit(&mt_inject_state.enabled, memory_order_relaxed)) {
+	if (!atomic_load_explicit(&rec_state.enabled, memory_order_relaxed)) {
 		free(buffer); /* recording stopped: nobody will read it */
 		return;
 	}
@@ -418,12 +418,12 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 	rc = list_push(&filled, buffer, valid);
 	pthread_mutex_unlock(&buffers_lock);
 	if (rc < 0) {
-		mt_inject_warn("out of memory");
+		rec_warn("out of memory");
 		free(buffer);
 	}
 }
 
-uint64_t mt_activity_drain_locked(void)
+uint64_t rec_activity_drain_locked(void)
 {
 	struct buffer_list batch;
 
@@ -451,7 +451,7 @@ uint64_t mt_activity_drain_locked(void)
 	return atomic_exchange(&dropped_records, 0);
 }
 
-void mt_activity_after_fork_child(void)
+void rec_activity_after_fork_child(void)
 {
 	/* Another thread of the parent may have held the lock at the fork; its
 	 * buffers are the parent's to read. */
@@ -459,7 +459,7 @@ void mt_activity_after_fork_child(void)
 	filled.len = 0;
 }
 
-int mt_activity_start(bool kernels)
+int rec_activity_start(bool kernels)
 {
 	static const CUpti_ActivityKind always[] = {
 		CUPTI_ACTIVITY_KIND_MEMORY2,
@@ -488,7 +488,7 @@ int mt_activity_start(bool kernels)
 	if (rc != CUPTI_SUCCESS) {
 		const char *s = NULL;
 		cuptiGetResultString(rc, &s);
-		mt_inject_warn("CUPTI refused the activity records: %s", s ? s : "unknown error");
+		rec_warn("CUPTI refused the activity records: %s", s ? s : "unknown error");
 		return -1;
 	}
 	return 0;

@@ -5,14 +5,15 @@
  * alloc_failed event with the requested size, the API, the error and the
  * free device memory queried right after the failing call returned (outside
  * the failing call, on the same thread; cuMemGetInfo is not subscribed, so
- * nothing re-enters us); (2) each correlation id is mapped to the API that
+ * nothing re-enters us), followed by a reading of the device memory in use
+ * (rec_sample_failure); (2) each correlation id is mapped to the API that
  * made it, so MEMORY2 records say cudaMalloc or cuMemAlloc; (3) VMM mappings
  * (cuMemMap/cuMemUnmap) become alloc/free events, since CUPTI's memory
  * records see only the physical handle; (4) with --stacks, the call site of
  * each allocation call is taken at its entry and kept by correlation id for
  * the MEMORY2 record that arrives later; (5) any allocation or free call
  * notes that memory changed hands, which makes the next periodic flush a
- * forced one (mt_callbacks_memory_changed). A driver call made inside a
+ * forced one (rec_callbacks_memory_changed). A driver call made inside a
  * runtime call is attributed to the runtime call (API and site) and its
  * failure recorded once.
  */
@@ -38,7 +39,7 @@ static __thread int querying;          /* inside our own cuMemGetInfo */
 
 static atomic_bool memory_changed;
 
-bool mt_callbacks_memory_changed(void)
+bool rec_callbacks_memory_changed(void)
 {
 	return atomic_exchange_explicit(&memory_changed, false, memory_order_relaxed);
 }
@@ -108,14 +109,14 @@ static unsigned api_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 	return 0;
 }
 
-unsigned mt_callbacks_api_for(uint32_t correlation)
+unsigned rec_callbacks_api_for(uint32_t correlation)
 {
 	uint64_t v = atomic_load_explicit(&correlation_api[correlation % CORRELATION_SLOTS],
 	                                  memory_order_relaxed);
 	return (v >> 8) == correlation ? (unsigned)(v & 0xff) : 0;
 }
 
-uint32_t mt_callbacks_site_for(uint32_t correlation)
+uint32_t rec_callbacks_site_for(uint32_t correlation)
 {
 	uint64_t v = atomic_load_explicit(&correlation_site[correlation % CORRELATION_SLOTS],
 	                                  memory_order_relaxed);
@@ -159,14 +160,14 @@ static void request_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const
 		case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020: {
 			const cudaMallocAsync_v11020_params *p = params;
 			*bytes = p->size;
-			*stream = mt_device_stream_id((uint64_t)(uintptr_t)p->hStream);
+			*stream = rec_device_stream_id((uint64_t)(uintptr_t)p->hStream);
 			break;
 		}
 		case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020:
 		case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020: {
 			const cudaMallocFromPoolAsync_v11020_params *p = params;
 			*bytes = p->size;
-			*stream = mt_device_stream_id((uint64_t)(uintptr_t)p->stream);
+			*stream = rec_device_stream_id((uint64_t)(uintptr_t)p->stream);
 			break;
 		}
 		case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000:
@@ -194,14 +195,14 @@ static void request_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
 		const cuMemAllocAsync_params *p = params;
 		*bytes = p->bytesize;
-		*stream = mt_device_stream_id((uint64_t)(uintptr_t)p->hStream);
+		*stream = rec_device_stream_id((uint64_t)(uintptr_t)p->hStream);
 		break;
 	}
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
 		const cuMemAllocFromPoolAsync_params *p = params;
 		*bytes = p->bytesize;
-		*stream = mt_device_stream_id((uint64_t)(uintptr_t)p->hStream);
+		*stream = rec_device_stream_id((uint64_t)(uintptr_t)p->hStream);
 		break;
 	}
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
@@ -222,7 +223,7 @@ static void failed(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUp
 	struct mt_event ev = { 0 };
 
 	ev.kind = MT_EVENT_ALLOC_FAILED;
-	ev.ts = mt_inject_now();
+	ev.ts = rec_now();
 	ev.device = device_of(cb->context);
 	request_of(domain, cbid, cb->functionParams, &ev.failed.bytes, &ev.failed.stream);
 	ev.failed.error = error;
@@ -230,16 +231,17 @@ static void failed(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUp
 	ev.failed.api = (uint8_t)api;
 	ev.failed.site = site;
 	querying = 1;
-	ev.failed.free_bytes = mt_device_free_bytes();
+	ev.failed.free_bytes = rec_device_free_bytes();
 	querying = 0;
-	mt_sink_push(&ev);
+	rec_sink_push(&ev);
+	rec_sample_failure(ev.device);
 }
 
 static void vmm(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint32_t site)
 {
 	struct mt_event ev = { 0 };
 
-	ev.ts = mt_inject_now();
+	ev.ts = rec_now();
 	ev.device = device_of(cb->context);
 	ev.alloc.layer = MT_LAYER_DRIVER;
 	ev.alloc.mem_kind = MT_MEM_VMM;
@@ -257,7 +259,7 @@ static void vmm(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint32_t si
 		ev.alloc.address = p->ptr;
 		ev.alloc.bytes = p->size;
 	}
-	mt_sink_push(&ev);
+	rec_sink_push(&ev);
 }
 
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -268,7 +270,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	unsigned api;
 
 	(void)userdata;
-	if (querying || !atomic_load_explicit(&mt_inject_state.enabled, memory_order_relaxed))
+	if (querying || !atomic_load_explicit(&rec_state.enabled, memory_order_relaxed))
 		return;
 	if (cb->callbackSite == CUPTI_API_EXIT)
 		atomic_store_explicit(&memory_changed, true, memory_order_relaxed);
@@ -278,7 +280,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
 		if (cb->callbackSite == CUPTI_API_ENTER) {
 			runtime_api = api;
-			runtime_site = mt_stacks_site();
+			runtime_site = rec_stacks_site();
 			remember(cb->correlationId, api, runtime_site);
 			return;
 		}
@@ -293,13 +295,13 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	/* driver API; its site is taken at entry, or comes from the runtime
 	 * call it runs in */
 	if (cb->callbackSite == CUPTI_API_ENTER) {
-		site = runtime_api ? runtime_site : mt_stacks_site();
+		site = runtime_api ? runtime_site : rec_stacks_site();
 		remember(cb->correlationId, runtime_api ? runtime_api : api, site);
 		if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemUnmap)
 			vmm(cbid, cb, 0);
 		return;
 	}
-	site = mt_callbacks_site_for(cb->correlationId);
+	site = rec_callbacks_site_for(cb->correlationId);
 	if (cb->functionReturnValue && *(const int *)cb->functionReturnValue != 0) {
 		if (!runtime_api && cbid != CUPTI_DRIVER_TRACE_CBID_cuMemMap &&
 		    cbid != CUPTI_DRIVER_TRACE_CBID_cuMemUnmap)
@@ -311,7 +313,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 		vmm(cbid, cb, site);
 }
 
-int mt_callbacks_start(void)
+int rec_callbacks_start(void)
 {
 	CUptiResult rc = cuptiSubscribe(&subscriber, on_callback, NULL);
 

@@ -1,9 +1,10 @@
 /* inject-device.c — what the recorder asks the driver and NVML directly:
- * device rows (name, uuid, total memory, driver and CUDA versions), free
- * memory at an allocation failure, stream ids, and the periodic samples of
- * device memory in use. NVML (libnvidia-ml.so.1) gives what nvidia-smi
- * shows; without it cuMemGetInfo of the current context stands in. Both
- * libraries are loaded with dlopen: the injection library links neither.
+ * device rows (name, uuid, PCI bus id, total memory, driver and CUDA
+ * versions), free memory at an allocation failure, stream ids, and the
+ * device memory in use (inject-sample.c makes the readings). NVML (libnvidia-ml.so.1) gives what
+ * nvidia-smi shows; without it cuMemGetInfo of the current context stands
+ * in. Both libraries are loaded with dlopen: the injection library links
+ * neither.
  */
 #include "config.h"
 
@@ -35,6 +36,7 @@ static struct {
 	CUresult (*device_get_name)(char *, int, CUdevice);
 	CUresult (*device_get_uuid)(CUuuid *, CUdevice);
 	CUresult (*device_total_mem)(size_t *, CUdevice);
+	CUresult (*device_pci_bus_id)(char *, int, CUdevice);
 	CUresult (*driver_get_version)(int *);
 	CUresult (*mem_get_info)(size_t *, size_t *);
 	CUresult (*ctx_get_current)(CUcontext *);
@@ -44,7 +46,7 @@ static struct {
 	int (*nvml_driver_version)(char *, unsigned);
 	int (*nvml_processes)(nvml_device_t, unsigned *, struct nvml_process_info *);
 	bool nvml_ok;
-	nvml_device_t nvml_dev[MT_INJECT_MAX_DEVICES];
+	nvml_device_t nvml_dev[REC_MAX_DEVICES];
 	uint64_t seen_mask; /* devices with a row, bit per ordinal < 64 */
 } lib = { .once = PTHREAD_ONCE_INIT };
 
@@ -67,6 +69,8 @@ static void load(void)
 			        (CUresult(*)(CUuuid *, CUdevice))dlsym(cuda, "cuDeviceGetUuid");
 		lib.device_total_mem =
 		        (CUresult(*)(size_t *, CUdevice))dlsym(cuda, "cuDeviceTotalMem_v2");
+		lib.device_pci_bus_id =
+		        (CUresult(*)(char *, int, CUdevice))dlsym(cuda, "cuDeviceGetPCIBusId");
 		lib.driver_get_version = (CUresult(*)(int *))dlsym(cuda, "cuDriverGetVersion");
 		lib.mem_get_info = (CUresult(*)(size_t *, size_t *))dlsym(cuda, "cuMemGetInfo_v2");
 		lib.ctx_get_current = (CUresult(*)(CUcontext *))dlsym(cuda, "cuCtxGetCurrent");
@@ -98,25 +102,53 @@ static void format_uuid(const CUuuid *u, char *buf, size_t len)
 	         b[14], b[15]);
 }
 
-uint32_t mt_device_row_locked(unsigned ordinal)
+/* The uuid of a CUDA ordinal as NVML and the trace write it ("" if not
+ * known), and its CUdevice. */
+static CUdevice device_uuid(unsigned ordinal, char *uuid, size_t len)
 {
-	struct mt_device d = { 0 };
-	char name[256] = "", uuid[64] = "", driver[80] = "", cuda_version[32] = "";
 	CUdevice dev;
 	CUuuid u;
+
+	uuid[0] = 0;
+	if (!lib.device_get || lib.device_get(&dev, (int)ordinal) != CUDA_SUCCESS)
+		dev = (CUdevice)ordinal;
+	if (lib.device_get_uuid && lib.device_get_uuid(&u, dev) == CUDA_SUCCESS)
+		format_uuid(&u, uuid, len);
+	return dev;
+}
+
+/* NVML's handle of a CUDA ordinal, found on first use (a reading may come
+ * before the device has a row); NULL without NVML. */
+static nvml_device_t nvml_of(unsigned ordinal)
+{
+	nvml_device_t h = __atomic_load_n(&lib.nvml_dev[ordinal], __ATOMIC_ACQUIRE);
+	char uuid[64];
+
+	if (h || !lib.nvml_ok)
+		return h;
+	device_uuid(ordinal, uuid, sizeof(uuid));
+	if (*uuid && lib.nvml_by_uuid(uuid, &h) == 0 && h)
+		__atomic_store_n(&lib.nvml_dev[ordinal], h, __ATOMIC_RELEASE);
+	return h;
+}
+
+uint32_t rec_device_row_locked(unsigned ordinal)
+{
+	struct mt_device d = { 0 };
+	char name[256] = "", uuid[64] = "", driver[80] = "", cuda_version[32] = "", bus[32] = "";
+	CUdevice dev;
 	size_t total = 0;
 	int version = 0;
 	uint32_t id = 0;
 
 	pthread_once(&lib.once, load);
-	if (!lib.device_get || lib.device_get(&dev, (int)ordinal) != CUDA_SUCCESS)
-		dev = (CUdevice)ordinal;
+	dev = device_uuid(ordinal, uuid, sizeof(uuid));
 	if (lib.device_get_name)
 		lib.device_get_name(name, sizeof(name), dev);
-	if (lib.device_get_uuid && lib.device_get_uuid(&u, dev) == CUDA_SUCCESS)
-		format_uuid(&u, uuid, sizeof(uuid));
 	if (lib.device_total_mem)
 		lib.device_total_mem(&total, dev);
+	if (lib.device_pci_bus_id && lib.device_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS)
+		bus[0] = 0;
 	if (lib.driver_get_version && lib.driver_get_version(&version) == CUDA_SUCCESS)
 		snprintf(cuda_version, sizeof(cuda_version), "%d.%d", version / 1000,
 		         (version % 1000) / 10);
@@ -124,17 +156,17 @@ uint32_t mt_device_row_locked(unsigned ordinal)
 		lib.nvml_driver_version(driver, sizeof(driver));
 	if (!*driver)
 		snprintf(driver, sizeof(driver), "CUDA %s", cuda_version);
-	if (lib.nvml_ok && *uuid && ordinal < MT_INJECT_MAX_DEVICES)
-		lib.nvml_by_uuid(uuid, &lib.nvml_dev[ordinal]);
+	if (ordinal < REC_MAX_DEVICES)
+		nvml_of(ordinal);
 	d.ordinal = ordinal;
 	d.total_bytes = total;
 	d.name = name;
 	d.uuid = uuid;
 	d.driver_version = driver;
 	d.cuda_version = cuda_version;
-	if (mt_writer_add_device(mt_inject_state.writer, &d, &id) < 0) {
-		mt_inject_warn("cannot write the trace: %s",
-		               mt_writer_message(mt_inject_state.writer));
+	d.pci_bus_id = bus;
+	if (mt_writer_add_device(rec_state.writer, &d, &id) < 0) {
+		rec_warn("cannot write the trace: %s", mt_writer_message(rec_state.writer));
 		return 0;
 	}
 	if (ordinal < 64)
@@ -142,7 +174,7 @@ uint32_t mt_device_row_locked(unsigned ordinal)
 	return id;
 }
 
-uint64_t mt_device_free_bytes(void)
+uint64_t rec_device_free_bytes(void)
 {
 	size_t free_b = 0, total = 0;
 
@@ -152,7 +184,7 @@ uint64_t mt_device_free_bytes(void)
 	return UINT64_MAX;
 }
 
-uint32_t mt_device_stream_id(uint64_t stream)
+uint32_t rec_device_stream_id(uint64_t stream)
 {
 	CUcontext ctx = NULL;
 	uint32_t id = 0;
@@ -179,33 +211,35 @@ static uint64_t process_bytes(nvml_device_t dev)
 	return 0;
 }
 
-void mt_device_sample(void)
+uint64_t rec_device_seen(void)
 {
-	uint64_t mask = __atomic_load_n(&lib.seen_mask, __ATOMIC_RELAXED);
-	struct mt_event ev = { 0 };
+	return __atomic_load_n(&lib.seen_mask, __ATOMIC_RELAXED);
+}
+
+int rec_device_usage(unsigned ordinal, uint64_t *used, uint64_t *process)
+{
+	struct nvml_memory m;
+	nvml_device_t h;
 
 	pthread_once(&lib.once, load);
-	ev.kind = MT_EVENT_SAMPLE;
-	for (unsigned o = 0; mask && o < 64; o++) {
-		struct nvml_memory m;
-		if (!(mask & (1ull << o)))
-			continue;
-		ev.ts = mt_inject_now();
-		ev.device = o;
-		if (lib.nvml_ok && lib.nvml_dev[o] && lib.nvml_memory(lib.nvml_dev[o], &m) == 0) {
-			ev.sample.used_bytes = m.used;
-			ev.sample.process_bytes = process_bytes(lib.nvml_dev[o]);
-		} else if (o == 0) {
-			/* No NVML: the sampling thread has no context of its own;
-			 * cuMemGetInfo needs one, so this works only where the
-			 * program made its context current on every thread. */
-			size_t free_b = 0, total = 0;
-			if (!lib.mem_get_info || lib.mem_get_info(&free_b, &total) != CUDA_SUCCESS)
-				continue;
-			ev.sample.used_bytes = total - free_b;
-		} else {
-			continue;
-		}
-		mt_sink_push(&ev);
+	*used = *process = 0;
+	if (ordinal >= REC_MAX_DEVICES)
+		return -1;
+	h = nvml_of(ordinal);
+	if (h && lib.nvml_memory(h, &m) == 0) {
+		*used = m.used;
+		*process = process_bytes(h);
+		return 0;
 	}
+	if (ordinal == 0) {
+		/* No NVML: the sampling thread has no context of its own;
+		 * cuMemGetInfo needs one, so this works only where the
+		 * program made its context current on every thread. */
+		size_t free_b = 0, total = 0;
+		if (!lib.mem_get_info || lib.mem_get_info(&free_b, &total) != CUDA_SUCCESS)
+			return -1;
+		*used = total - free_b;
+		return 0;
+	}
+	return -1;
 }

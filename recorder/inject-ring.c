@@ -27,10 +27,10 @@
 
 struct slot {
 	atomic_size_t seq; /* index + 1 once the record of that index is written */
-	struct mt_ring_record rec;
+	struct rec_ring_record rec;
 };
 
-struct mt_ring {
+struct rec_ring {
 	size_t mask; /* capacity - 1 */
 	/* head and tail on lines of their own: producers write head, the
 	 * consumer writes tail */
@@ -42,9 +42,9 @@ struct mt_ring {
 	struct slot slots[];
 };
 
-struct mt_ring *mt_ring_new(size_t capacity)
+struct rec_ring *rec_ring_new(size_t capacity)
 {
-	struct mt_ring *r;
+	struct rec_ring *r;
 
 	if (capacity < 2 || (capacity & (capacity - 1)))
 		return NULL;
@@ -55,12 +55,12 @@ struct mt_ring *mt_ring_new(size_t capacity)
 	return r;
 }
 
-void mt_ring_free(struct mt_ring *r)
+void rec_ring_free(struct rec_ring *r)
 {
 	free(r);
 }
 
-int mt_ring_push(struct mt_ring *r, const struct mt_ring_record *rec)
+int rec_ring_push(struct rec_ring *r, const struct rec_ring_record *rec)
 {
 	size_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
 	struct slot *s;
@@ -89,22 +89,23 @@ int mt_ring_push(struct mt_ring *r, const struct mt_ring_record *rec)
 	return 0;
 }
 
-void mt_ring_push_wait(struct mt_ring *r, const struct mt_ring_record *rec, pthread_mutex_t *lock,
-                       void (*fn)(const struct mt_ring_record *rec, void *arg), void *arg)
+void rec_ring_push_wait(struct rec_ring *r, const struct rec_ring_record *rec,
+                        pthread_mutex_t *lock,
+                        void (*fn)(const struct rec_ring_record *rec, void *arg), void *arg)
 {
-	while (mt_ring_push(r, rec) < 0) {
+	while (rec_ring_push(r, rec) < 0) {
 		size_t n;
 
 		pthread_mutex_lock(lock);
-		n = mt_ring_drain(r, fn, arg);
+		n = rec_ring_drain(r, fn, arg);
 		pthread_mutex_unlock(lock);
 		if (!n)
 			sched_yield(); /* the oldest slot is still being written */
 	}
 }
 
-size_t mt_ring_drain(struct mt_ring *r, void (*fn)(const struct mt_ring_record *rec, void *arg),
-                     void *arg)
+size_t rec_ring_drain(struct rec_ring *r, void (*fn)(const struct rec_ring_record *rec, void *arg),
+                      void *arg)
 {
 	size_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	/* what was reserved before this call: producers that keep pushing
@@ -114,7 +115,7 @@ size_t mt_ring_drain(struct mt_ring *r, void (*fn)(const struct mt_ring_record *
 
 	while (tail != end) {
 		struct slot *s = &r->slots[tail & r->mask];
-		struct mt_ring_record rec;
+		struct rec_ring_record rec;
 
 		if (atomic_load_explicit(&s->seq, memory_order_acquire) != tail + 1)
 			break;

@@ -2,12 +2,13 @@
  *
  * A call site is the allocating thread's stack, innermost frame first, one
  * frame per line, interned once into the trace's strings table (see
- * format/FORMAT.md, "strings").
+ * docs/FORMAT.md, "strings").
  * - native: return addresses from glibc's backtrace(), named with dladdr as
  *   "function+0xOFF (module)" or "module+0xOFF"; frames inside this library
  *   are left out. Stacks seen before are found by their return addresses in
- *   a table, so a site string is built and interned once and each
- *   allocation pays for the unwinding and a lookup.
+ *   a table (site-table.c, shared with the bridge), so a site string is
+ *   built and interned once and each allocation pays for the unwinding and
+ *   a lookup.
  * - python: named by the PyTorch bridge (recorder/torch-bridge.cpp), which
  *   reads the interpreter's frames; it interns through memtrace_intern_site.
  */
@@ -20,81 +21,24 @@
 #include <string.h>
 
 #include "inject-private.h"
+#include "site-table-private.h"
 
 #define MAX_FRAMES 20
-#define SITE_SLOTS 8192 /* per table; stacks past 3/4 full are interned uncached */
 #define SITE_BYTES 8192 /* longest site string */
 
 /* Exported to the PyTorch bridge. */
 uint32_t memtrace_intern_site(const char *site);
 
-struct site_entry {
-	uint64_t hash; /* 0 = empty slot */
-	uint32_t id;
-	uint32_t nkeys;
-	uintptr_t key[MAX_FRAMES];
-};
-
-struct site_table {
-	struct site_entry *slots; /* SITE_SLOTS, allocated on first use */
-	size_t used;
-};
-
-static struct site_table native_sites;
-static pthread_mutex_t native_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static uint64_t hash_keys(const uintptr_t *key, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (uint64_t)key[i];
-		h *= 0x100000001b3ull;
-		h ^= h >> 29;
-	}
-	return h ? h : 1;
-}
-
-/* The slot holding these keys, or the empty slot where they would go (NULL
- * when the table cannot take more). */
-static struct site_entry *lookup(struct site_table *t, uint64_t h, const uintptr_t *key, size_t n,
-                                 bool *found)
-{
-	*found = false;
-	if (!t->slots && !(t->slots = calloc(SITE_SLOTS, sizeof(*t->slots))))
-		return NULL;
-	for (size_t i = 0, s = (size_t)h % SITE_SLOTS; i < SITE_SLOTS;
-	     i++, s = (s + 1) % SITE_SLOTS) {
-		struct site_entry *e = &t->slots[s];
-		if (!e->hash)
-			return t->used < SITE_SLOTS * 3 / 4 ? e : NULL;
-		if (e->hash == h && e->nkeys == n && !memcmp(e->key, key, n * sizeof(*key))) {
-			*found = true;
-			return e;
-		}
-	}
-	return NULL;
-}
-
-static void remember(struct site_table *t, struct site_entry *e, uint64_t h, const uintptr_t *key,
-                     size_t n, uint32_t id)
-{
-	if (!e || !id)
-		return;
-	e->hash = h;
-	e->id = id;
-	e->nkeys = (uint32_t)n;
-	memcpy(e->key, key, n * sizeof(*key));
-	t->used++;
-}
+static struct rec_site_table native_sites;
+static pthread_mutex_t native_lock = PTHREAD_MUTEX_INITIALIZER; /* adders of native_sites */
 
 static uint32_t intern(const char *site)
 {
 	uint32_t id;
 
-	pthread_mutex_lock(&mt_inject_state.writer_lock);
-	id = mt_sink_intern_locked(site);
-	pthread_mutex_unlock(&mt_inject_state.writer_lock);
+	pthread_mutex_lock(&rec_state.writer_lock);
+	id = rec_sink_intern_locked(site);
+	pthread_mutex_unlock(&rec_state.writer_lock);
 	return id;
 }
 
@@ -129,11 +73,9 @@ static uint32_t native_site(void)
 	void *pcs[MAX_FRAMES + 16];
 	uintptr_t key[MAX_FRAMES];
 	static void *self_base;
-	struct site_entry *e;
 	size_t k = 0;
 	uint32_t id;
 	uint64_t h;
-	bool found;
 	int n;
 
 	if (!self_base) {
@@ -152,15 +94,13 @@ static uint32_t native_site(void)
 	}
 	if (!k)
 		return 0;
-	h = hash_keys(key, k);
+	h = rec_site_hash(key, k);
+	if ((id = rec_site_find(&native_sites, h, key, k)))
+		return id;
 	pthread_mutex_lock(&native_lock);
-	e = lookup(&native_sites, h, key, k, &found);
-	if (found) {
-		id = e->id;
-	} else {
+	if (!(id = rec_site_find(&native_sites, h, key, k))) {
 		char *buf = malloc(SITE_BYTES);
 		size_t off = 0;
-		id = 0;
 		if (buf) {
 			for (size_t i = 0; i < k; i++)
 				off = native_frame_text((void *)key[i], buf, off);
@@ -168,13 +108,13 @@ static uint32_t native_site(void)
 			id = intern(buf);
 			free(buf);
 		}
-		remember(&native_sites, e, h, key, k, id);
+		rec_site_add(&native_sites, h, key, k, id);
 	}
 	pthread_mutex_unlock(&native_lock);
 	return id;
 }
 
-uint32_t mt_stacks_site(void)
+uint32_t rec_stacks_site(void)
 {
-	return mt_inject_state.stacks == MT_STACKS_NATIVE ? native_site() : 0;
+	return rec_state.stacks == REC_STACKS_NATIVE ? native_site() : 0;
 }

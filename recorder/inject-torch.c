@@ -17,13 +17,15 @@
  *   on pool MT_TORCH_POOL (reserved and allocated bytes after the change).
  *   The segments themselves already are driver-layer events from CUPTI.
  * - OOM: a request-layer alloc_failed (free bytes as the allocator saw them).
+ * An OOM, and a segment that raises the reserved peak, are followed by a
+ * reading of the device memory in use (inject-sample.c), on this thread.
  *
  * The calling thread holds the allocator's lock, so it does only what must
  * happen there: the call site, the timestamp, the stream id (CUPTI's, from a
  * per-thread cache) and a store of the raw record into its device's
  * lock-free ring (inject-ring.c). The device's lock serializes its calls, so
  * a ring's order is their order, which the pairing of frees needs. The
- * flushing thread turns the records into events (mt_torch_drain); a
+ * flushing thread turns the records into events (rec_torch_drain); a
  * producer that finds its ring full does it itself.
  */
 #include "config.h"
@@ -45,10 +47,9 @@ enum torch_action {
 	TORCH_OOM = 7,
 };
 
-/* Exported to the bridge and to recorder/python/sitecustomize.py. */
+/* Exported to the bridge. */
 void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
                           uint32_t site);
-void memtrace_set_capture(const char *capture);
 
 #define PENDING_SLOTS 65536 /* frees requested and not yet completed */
 #define STREAM_SLOTS 256
@@ -67,12 +68,18 @@ struct pending {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pending pending[PENDING_SLOTS];
 static size_t pending_count;
-static uint64_t reserved[MT_INJECT_MAX_DEVICES];
-static uint64_t allocated[MT_INJECT_MAX_DEVICES];
+static uint64_t reserved[REC_MAX_DEVICES];
+static uint64_t allocated[REC_MAX_DEVICES];
+
+/* The reserved bytes as the producers see them, and their peak: a raise
+ * asks for a reading of the device (rec_sample_peak). Touched only by the
+ * calls for that device, which its allocator lock serializes. */
+static uint64_t producer_reserved[REC_MAX_DEVICES];
+static uint64_t producer_peak[REC_MAX_DEVICES];
 
 /* One ring per CUDA ordinal, made on first use and kept while the process
  * lives (a producer may be using it at any time). */
-static struct mt_ring *_Atomic rings[MT_INJECT_MAX_DEVICES];
+static struct rec_ring *_Atomic rings[REC_MAX_DEVICES];
 
 /* Stream handles and their CUPTI ids, behind a per-thread cache of the last
  * one looked up. */
@@ -105,11 +112,11 @@ static uint32_t stream_id_locked(int device, uint64_t handle)
 			streams[s].used = true;
 			streams[s].handle = handle;
 			streams[s].device = device;
-			streams[s].id = mt_device_stream_id(handle);
+			streams[s].id = rec_device_stream_id(handle);
 			return streams[s].id;
 		}
 	}
-	return mt_device_stream_id(handle);
+	return rec_device_stream_id(handle);
 }
 
 /* CUPTI's id of a stream of this device. On the calling thread: the default
@@ -141,7 +148,7 @@ static void emit_free(const struct pending *p, uint64_t completed)
 	ev.alloc.layer = MT_LAYER_REQUEST;
 	ev.alloc.mem_kind = MT_MEM_DEVICE;
 	ev.alloc.api = MT_API_TORCH;
-	mt_sink_push(&ev);
+	rec_sink_push(&ev);
 }
 
 static void free_requested(int device, uint64_t address, uint64_t bytes, uint64_t stream,
@@ -200,11 +207,11 @@ static void pool_change(int device, int64_t delta, uint64_t ts)
 	ev.pool.reserved_bytes = reserved[device];
 	ev.pool.used_bytes = allocated[device];
 	ev.pool.op = delta >= 0 ? MT_POOL_GROW : MT_POOL_TRIM;
-	mt_sink_push(&ev);
+	rec_sink_push(&ev);
 }
 
 /* Turns one record of DEVICE's ring into events; lock held. */
-static void process(const struct mt_ring_record *rec, void *arg)
+static void process(const struct rec_ring_record *rec, void *arg)
 {
 	int device = (int)(uintptr_t)arg;
 	struct mt_event ev = { 0 };
@@ -222,7 +229,7 @@ static void process(const struct mt_ring_record *rec, void *arg)
 		ev.alloc.api = MT_API_TORCH;
 		ev.alloc.site = rec->site;
 		allocated[device] += rec->bytes;
-		mt_sink_push(&ev);
+		rec_sink_push(&ev);
 		break;
 	case TORCH_FREE_REQUESTED:
 		allocated[device] -= rec->bytes;
@@ -250,45 +257,68 @@ static void process(const struct mt_ring_record *rec, void *arg)
 		ev.failed.layer = MT_LAYER_REQUEST;
 		ev.failed.api = MT_API_TORCH;
 		ev.failed.site = rec->site;
-		mt_sink_push(&ev);
+		rec_sink_push(&ev);
 		break;
 	}
 }
 
 /* The ring of a CUDA ordinal, made on first use; NULL when out of memory. */
-static struct mt_ring *ring_of(int device)
+static struct rec_ring *ring_of(int device)
 {
-	struct mt_ring *r = atomic_load_explicit(&rings[device], memory_order_acquire);
-	struct mt_ring *none = NULL;
+	struct rec_ring *r = atomic_load_explicit(&rings[device], memory_order_acquire);
+	struct rec_ring *none = NULL;
 
 	if (r)
 		return r;
-	r = mt_ring_new(RING_RECORDS);
+	r = rec_ring_new(RING_RECORDS);
 	if (!r) {
-		mt_inject_warn("out of memory");
+		rec_warn("out of memory");
 		return NULL;
 	}
 	if (!atomic_compare_exchange_strong_explicit(&rings[device], &none, r, memory_order_acq_rel,
 	                                             memory_order_acquire)) {
-		mt_ring_free(r); /* another thread's came first */
+		rec_ring_free(r); /* another thread's came first */
 		r = none;
 	}
 	return r;
+}
+
+/* The readings of device memory an event asks for, taken after it is
+ * queued: at an OOM, and at a segment that raises the reserved peak. */
+static void reading_after(int action, int device, uint64_t bytes)
+{
+	switch (action) {
+	case TORCH_SEGMENT_ALLOC:
+	case TORCH_SEGMENT_MAP:
+		producer_reserved[device] += bytes;
+		if (producer_reserved[device] > producer_peak[device]) {
+			producer_peak[device] = producer_reserved[device];
+			rec_sample_peak((unsigned)device);
+		}
+		break;
+	case TORCH_SEGMENT_FREE:
+	case TORCH_SEGMENT_UNMAP:
+		producer_reserved[device] -= bytes;
+		break;
+	case TORCH_OOM:
+		rec_sample_failure((unsigned)device);
+		break;
+	}
 }
 
 __attribute__((visibility("default"))) void memtrace_torch_event(int action, int device,
                                                                  uint64_t address, uint64_t bytes,
                                                                  uint64_t stream, uint32_t site)
 {
-	struct mt_ring_record rec = { 0 };
-	struct mt_ring *r;
+	struct rec_ring_record rec = { 0 };
+	struct rec_ring *r;
 
-	if (device < 0 || device >= MT_INJECT_MAX_DEVICES ||
-	    !atomic_load_explicit(&mt_inject_state.enabled, memory_order_relaxed))
+	if (device < 0 || device >= REC_MAX_DEVICES ||
+	    !atomic_load_explicit(&rec_state.enabled, memory_order_relaxed))
 		return;
 	if (!site && (action == TORCH_ALLOC || action == TORCH_OOM))
-		site = mt_stacks_site();
-	rec.ts = mt_inject_now();
+		site = rec_stacks_site();
+	rec.ts = rec_now();
 	if (action == TORCH_ALLOC || action == TORCH_FREE_REQUESTED || action == TORCH_OOM)
 		rec.stream = stream_id(device, stream);
 	rec.action = action;
@@ -297,33 +327,28 @@ __attribute__((visibility("default"))) void memtrace_torch_event(int action, int
 	rec.site = site;
 	r = ring_of(device);
 	if (r)
-		mt_ring_push_wait(r, &rec, &lock, process, (void *)(uintptr_t)device);
+		rec_ring_push_wait(r, &rec, &lock, process, (void *)(uintptr_t)device);
+	reading_after(action, device, bytes);
 }
 
 /* lock held */
 static void drain_locked(void)
 {
-	for (int d = 0; d < MT_INJECT_MAX_DEVICES; d++) {
-		struct mt_ring *r = atomic_load_explicit(&rings[d], memory_order_acquire);
+	for (int d = 0; d < REC_MAX_DEVICES; d++) {
+		struct rec_ring *r = atomic_load_explicit(&rings[d], memory_order_acquire);
 		if (r)
-			mt_ring_drain(r, process, (void *)(uintptr_t)d);
+			rec_ring_drain(r, process, (void *)(uintptr_t)d);
 	}
 }
 
-void mt_torch_drain(void)
+void rec_torch_drain(void)
 {
 	pthread_mutex_lock(&lock);
 	drain_locked();
 	pthread_mutex_unlock(&lock);
 }
 
-/* Called by the Python side to say which capture it set up. */
-__attribute__((visibility("default"))) void memtrace_set_capture(const char *capture)
-{
-	mt_sink_set_meta("capture", capture);
-}
-
-void mt_torch_close(void)
+void rec_torch_close(void)
 {
 	pthread_mutex_lock(&lock);
 	drain_locked();
@@ -337,7 +362,7 @@ void mt_torch_close(void)
 	pthread_mutex_unlock(&lock);
 }
 
-void mt_torch_after_fork_child(void)
+void rec_torch_after_fork_child(void)
 {
 	/* Only this thread lives on in the child: no producer is inside a
 	 * ring, and a lock another thread held at the fork stays locked
@@ -346,6 +371,6 @@ void mt_torch_after_fork_child(void)
 	 * them, and clearing them would copy their pages. */
 	pthread_mutex_init(&lock, NULL);
 	pthread_mutex_init(&streams_lock, NULL);
-	for (int d = 0; d < MT_INJECT_MAX_DEVICES; d++)
-		mt_ring_free(atomic_exchange(&rings[d], NULL));
+	for (int d = 0; d < REC_MAX_DEVICES; d++)
+		rec_ring_free(atomic_exchange(&rings[d], NULL));
 }

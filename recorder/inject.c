@@ -3,48 +3,19 @@
  * CUDA calls InitializeInjection() from cuInit when CUDA_INJECTION64_PATH
  * names this library (documented with CUPTI's "injection" sample). We open
  * the trace, subscribe the allocation callbacks, enable the activity kinds
- * and start the flushing thread. Every failure is reported once and the
- * program runs on unrecorded; InitializeInjection always returns 1 so that
- * CUDA never fails because of us.
+ * and start the flushing thread (inject-flush.c). Every failure is reported
+ * once and the program runs on unrecorded; InitializeInjection always
+ * returns 1 so that CUDA never fails because of us.
  */
 #include "config.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cupti.h>
 
 #include "inject-private.h"
-
-struct mt_inject mt_inject_state = {
-	.writer_lock = PTHREAD_MUTEX_INITIALIZER,
-	.queue_lock = PTHREAD_MUTEX_INITIALIZER,
-};
-
-void mt_inject_warn(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	atomic_store(&mt_inject_state.enabled, false);
-	if (atomic_exchange(&mt_inject_state.warned, true))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "memtrace: %s; the program runs on without recording\n", msg);
-}
-
-uint64_t mt_inject_now(void)
-{
-	uint64_t ts = 0;
-
-	cuptiGetTimestamp(&ts);
-	return ts;
-}
 
 static unsigned env_unsigned(const char *name, unsigned fallback)
 {
@@ -79,34 +50,37 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void *
 
 __attribute__((visibility("default"))) int InitializeInjection(void)
 {
-	struct mt_inject *in = &mt_inject_state;
+	struct rec_state *in = &rec_state;
 	const char *kernels = getenv("MEMTRACE_KERNELS");
 	const char *stacks = getenv("MEMTRACE_STACKS");
+	char capture[256];
 	int rc;
 
 	in->kernels = !(kernels && !strcmp(kernels, "0"));
-	in->stacks = !stacks                     ? MT_STACKS_NONE
-	             : !strcmp(stacks, "python") ? MT_STACKS_PYTHON
-	             : !strcmp(stacks, "native") ? MT_STACKS_NATIVE
-	                                         : MT_STACKS_NONE;
+	in->stacks = !stacks                     ? REC_STACKS_NONE
+	             : !strcmp(stacks, "python") ? REC_STACKS_PYTHON
+	             : !strcmp(stacks, "native") ? REC_STACKS_NATIVE
+	                                         : REC_STACKS_NONE;
 	in->sample_ms = env_unsigned("MEMTRACE_SAMPLE_MS", 50);
+	in->moment_readings = env_unsigned("MEMTRACE_MOMENT_READINGS", 1) != 0;
 	atomic_store(&in->enabled, true);
-	if (mt_sink_open() < 0)
+	rec_capture_open(capture, sizeof(capture));
+	if (rec_sink_open(capture) < 0)
 		return 1;
-	rc = mt_callbacks_start();
+	rc = rec_callbacks_start();
 	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-		mt_inject_warn("another CUPTI subscriber (a profiler?) is already active "
-		               "(CUPTI error %d)",
-		               rc);
+		rec_warn("another CUPTI subscriber (a profiler?) is already active "
+		         "(CUPTI error %d)",
+		         rc);
 		return 1;
 	} else if (rc) {
 		const char *s = NULL;
 		cuptiGetResultString(rc, &s);
-		mt_inject_warn("CUPTI refused the callbacks: %s", s ? s : "unknown error");
+		rec_warn("CUPTI refused the callbacks: %s", s ? s : "unknown error");
 		return 1;
 	}
-	if (mt_activity_start(in->kernels) < 0)
+	if (rec_activity_start(in->kernels) < 0)
 		return 1;
-	mt_sink_start_thread();
+	rec_flush_start();
 	return 1;
 }

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "memtrace-common.h"
@@ -25,6 +27,9 @@ struct mt_record_run {
 	char **env; /* NULL-terminated, owned strings */
 	size_t env_len, env_cap;
 	char output[PATH_MAX];
+	time_t started; /* when mt_record_exec started the program */
+	char **written; /* mt_record_written's answer */
+	size_t n_written;
 };
 
 /* Formats a message into err and returns rc: the common helper. */
@@ -219,51 +224,12 @@ static int env_path_add(struct mt_record_run *run, const char *name, const char 
 	return rc;
 }
 
-/* Is argv[0] a Python interpreter, or a script that runs one (torchrun)? */
-static bool runs_python(const char *prog)
-{
-	const char *base = strrchr(prog, '/');
-	char path[PATH_MAX], head[256];
-	ssize_t n;
-	int fd;
-
-	base = base ? base + 1 : prog;
-	if (!strncmp(base, "python", 6))
-		return true;
-	if (strchr(prog, '/')) {
-		snprintf(path, sizeof(path), "%s", prog);
-	} else {
-		const char *p = getenv("PATH");
-		char *copy = p ? strdup(p) : NULL, *save = NULL;
-		path[0] = 0;
-		for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d;
-		     d = strtok_r(NULL, ":", &save)) {
-			snprintf(path, sizeof(path), "%s/%s", d, prog);
-			if (access(path, X_OK) == 0)
-				break;
-			path[0] = 0;
-		}
-		free(copy);
-	}
-	fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd < 0)
-		return false;
-	n = read(fd, head, sizeof(head) - 1);
-	close(fd);
-	if (n < 2)
-		return false;
-	head[n] = 0;
-	*strchrnul(head, '\n') = 0;
-	return head[0] == '#' && head[1] == '!' && strstr(head, "python");
-}
-
 static int keep_old(const char *path, char *err, size_t errlen)
 {
-	int rc = mt_trace_keep_old(path);
+	char kept[PATH_MAX + 16];
+	int rc = mt_trace_keep_previous(path, kept, sizeof(kept), err, errlen);
 
-	return rc < 0 ? fail(err, errlen, rc, "cannot keep %s as %s.old: %s", path, path,
-	                     strerror(-rc))
-	              : 0;
+	return rc < 0 ? rc : 0;
 }
 
 static int absolute(const char *path, char *buf, size_t len)
@@ -345,9 +311,13 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 		rc = env_set(run, "MEMTRACE_SAMPLE_MS", num);
 	if (opts->capture == MT_CAPTURE_AS_IS) {
 		capture = "as-is";
-	} else if ((python = runs_python(run->argv[0]))) {
-		/* sitecustomize.py beside the library attaches the PyTorch bridge
-		 * (or falls back to a driver-level allocator) and says which. */
+	} else {
+		/* Every Python process the program starts, however it starts
+		 * it, runs sitecustomize.py from this folder: it attaches the
+		 * PyTorch bridge (or switches to a driver-level allocator)
+		 * where torch is imported and tells that process's recorder
+		 * which. A program's own PYTHONPATH stays behind it. */
+		python = true;
 		capture = "requests";
 		snprintf(bridge, sizeof(bridge), "%s/python", dir);
 		if (rc == 0)
@@ -355,8 +325,6 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 		snprintf(bridge, sizeof(bridge), "%s/torch-bridge.cpp", dir);
 		if (rc == 0)
 			rc = env_set(run, "MEMTRACE_TORCH_BRIDGE", bridge);
-	} else {
-		capture = "requests (driver API)";
 	}
 	if (rc == 0)
 		rc = env_set(run, "MEMTRACE_CAPTURE", capture);
@@ -444,6 +412,7 @@ int mt_record_exec(struct mt_record_run *run, int *status, char *err, size_t err
 	if (pipe2(pipefd, O_CLOEXEC) != 0)
 		return fail(err, errlen, -errno, "cannot start %s: %s", run->argv[0],
 		            strerror(errno));
+	run->started = time(NULL);
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
@@ -484,10 +453,90 @@ int mt_record_exec(struct mt_record_run *run, int *status, char *err, size_t err
 	return 0;
 }
 
+/* Whether NAME is PATTERN with digits in place of each '%p'. */
+static bool matches_pid_pattern(const char *pattern, const char *name)
+{
+	while (*pattern) {
+		if (pattern[0] == '%' && pattern[1] == 'p') {
+			if (*name < '0' || *name > '9')
+				return false;
+			while (*name >= '0' && *name <= '9')
+				name++;
+			pattern += 2;
+		} else if (*pattern++ != *name++) {
+			return false;
+		}
+	}
+	return !*name;
+}
+
+static void forget_written(struct mt_record_run *run)
+{
+	for (size_t i = 0; i < run->n_written; i++)
+		free(run->written[i]);
+	free(run->written);
+	run->written = NULL;
+	run->n_written = 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds PATH to the run's written traces; false when out of memory. */
+static bool add_written(struct mt_record_run *run, const char *path)
+{
+	char **w = realloc(run->written, (run->n_written + 1) * sizeof(*w));
+
+	if (!w)
+		return false;
+	run->written = w;
+	w[run->n_written] = strdup(path);
+	if (!w[run->n_written])
+		return false;
+	run->n_written++;
+	return true;
+}
+
+size_t mt_record_written(struct mt_record_run *run, const char *const **paths)
+{
+	char dir[PATH_MAX], path[PATH_MAX * 2];
+	const char *base = strrchr(run->output, '/') + 1; /* output is absolute */
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	forget_written(run);
+	*paths = NULL;
+	if (!strstr(run->output, "%p")) {
+		if (stat(run->output, &st) == 0 && add_written(run, run->output))
+			*paths = (const char *const *)run->written;
+		return run->n_written;
+	}
+	dirname_of(run->output, dir, sizeof(dir));
+	d = strstr(dir, "%p") ? NULL : opendir(dir[0] ? dir : "/");
+	while (d && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		/* a second's slack: file times may be coarser than time() */
+		if (matches_pid_pattern(base, e->d_name) && stat(path, &st) == 0 &&
+		    S_ISREG(st.st_mode) && st.st_mtime + 1 >= run->started &&
+		    !add_written(run, path))
+			break;
+	}
+	if (d)
+		closedir(d);
+	if (run->n_written)
+		qsort(run->written, run->n_written, sizeof(*run->written), by_name);
+	*paths = (const char *const *)run->written;
+	return run->n_written;
+}
+
 void mt_record_run_free(struct mt_record_run *run)
 {
 	if (!run)
 		return;
+	forget_written(run);
 	for (size_t i = 0; i < run->env_len; i++)
 		free(run->env[i]);
 	free(run->env);

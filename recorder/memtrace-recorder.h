@@ -12,12 +12,19 @@
  *
  * Environment understood by the injection library (set by the launcher):
  *   MEMTRACE_OUTPUT     trace path; '%p' becomes the process id
- *   MEMTRACE_CAPTURE    capture mode written to meta "capture"
+ *   MEMTRACE_CAPTURE    "requests" or "as-is" (--capture); each process
+ *                       decides its own capture label from it
  *   MEMTRACE_CAPTURE_ENV  the variables the launcher set, for meta
  *   MEMTRACE_KERNELS    "0" = no kernel, memcpy or memset records
  *   MEMTRACE_SAMPLE_MS  device-memory sampling period, 0 = none
+ *   MEMTRACE_MOMENT_READINGS  "0" = no device-memory readings at failed
+ *                       allocations and reserved-peak raises (a bench knob)
  *   MEMTRACE_STACKS     call sites: "python", "native" or "none"
  *   MEMTRACE_TORCH_BRIDGE  path of torch-bridge.cpp (requests capture)
+ *   PYTHONPATH          gains recorder/python (requests capture): every
+ *                       Python descendant runs its sitecustomize.py
+ * and by the Python startup hook in a process: MEMTRACE_PYTHON_HOOK, the
+ * pid of the process it ran in.
  */
 #ifndef MEMTRACE_RECORDER_H
 #define MEMTRACE_RECORDER_H
@@ -70,8 +77,9 @@ int mt_record_find_cupti(char *buf, size_t len, char *err, size_t errlen);
 /* A prepared run: the environment to start PROG with. */
 struct mt_record_run;
 
-/* Prepares a run: resolves the output path (an existing file is renamed to
- * FILE.old, its -wal/-shm side files removed), finds the libraries and
+/* Prepares a run: resolves the output path (an existing trace is kept as
+ * FILE.N with its -wal/-shm side files; anything else there is refused,
+ * -EEXIST), finds the libraries and
  * builds the environment from `environ`. argv[0] names the program (looked up
  * in PATH by mt_record_exec). Returns 0 or a negative errno with a message. */
 int mt_record_prepare(const struct mt_record_options *opts, char *const *argv,
@@ -87,8 +95,31 @@ const char *mt_record_output(const struct mt_record_run *run);
  * -EACCES not executable), with a message. */
 int mt_record_exec(struct mt_record_run *run, int *status, char *err, size_t errlen);
 
+/* The traces the run wrote, after mt_record_exec: its output, or with '%p'
+ * in the output's file name, each file of that pattern (digits in place of
+ * '%p') modified since the program started, in name order. Sets *paths to
+ * an array owned by run (valid until the next call or mt_record_run_free)
+ * and returns its length; 0 when nothing was written. */
+size_t mt_record_written(struct mt_record_run *run, const char *const **paths);
+
 /* Accepts NULL. */
 void mt_record_run_free(struct mt_record_run *run);
+
+/* Sets the trace's meta "capture" from its processes' capture labels once
+ * every recording process has ended: the label shared by all processes
+ * that allocated something (all of them, when none did), else "mixed (see
+ * the processes' capture)". A trace without labels (recorded before they
+ * existed) is left as it is. Returns 0 or a negative errno with a
+ * message. */
+int mt_record_settle_capture(const char *path, char *err, size_t errlen);
+
+/* A process of a trace whose label says its requests are not in it
+ * ("segments only (WHY)"). */
+struct mt_record_process {
+	int64_t pid;
+	char command_line[256]; /* cut to fit */
+	char capture[512];
+};
 
 /* What `memtrace record` prints after the run, read back from the trace. */
 struct mt_record_summary {
@@ -98,10 +129,18 @@ struct mt_record_summary {
 	uint64_t file_bytes;
 	uint64_t dropped; /* meta dropped_records, summed */
 	size_t processes;
-	char capture[128]; /* meta capture */
+	char capture[512]; /* meta capture */
+	/* the processes recorded as segments only that allocated something,
+	 * in row order (owned; mt_record_summary_release) */
+	struct mt_record_process *segments_only;
+	size_t n_segments_only;
 };
 
-/* Reads the summary of a trace. Returns 0 or a negative errno (message). */
+/* Reads the summary of a trace. Returns 0 or a negative errno (message);
+ * on success, release it with mt_record_summary_release. */
 int mt_record_summarize(const char *path, struct mt_record_summary *s, char *err, size_t errlen);
+
+/* Frees what a summary owns; accepts a zeroed summary. */
+void mt_record_summary_release(struct mt_record_summary *s);
 
 #endif

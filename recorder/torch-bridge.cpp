@@ -18,8 +18,9 @@
 // object and a byte offset. A stack seen before is found in a table; a new one
 // is named ("path:line:function" per frame, innermost first, from the code
 // object's immutable fields and PyCode_Addr2Line) and interned through
-// memtrace_intern_site(). Threads without Python frames (autograd's backward
-// threads) get the site of the Python line that started the work, set by
+// memtrace_intern_site(). The table is the injection library's own
+// (site-table.c, built into the bridge beside this file). Threads without Python frames (autograd's
+// backward threads) get the site of the Python line that started the work, set by
 // recorder/python/sitecustomize.py around torch.autograd.backward/grad.
 //
 // The only C++ in memtrace: the hook is a C++ API. It is compiled on first
@@ -34,10 +35,12 @@
 #include <cstring>
 #include <mutex>
 
+#include "site-table-private.h"
+
 #if __has_include(<Python.h>)
 #include <Python.h>
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED)
-#define MT_PYTHON_FRAMES 1
+#define REC_PYTHON_FRAMES 1
 #endif
 #endif
 
@@ -55,7 +58,7 @@ std::atomic<uint32_t> work_site{ 0 };
 
 namespace alloc = c10::cuda::CUDACachingAllocator;
 
-#ifdef MT_PYTHON_FRAMES
+#ifdef REC_PYTHON_FRAMES
 
 // The head of CPython's _PyInterpreterFrame (Include/internal/pycore_frame.h)
 // for the versions this bridge knows; only these fields are read.
@@ -131,23 +134,11 @@ const uint16_t *instr_of(const interp_frame *f)
 }
 #endif
 
-constexpr int max_frames = 20;
-constexpr size_t site_slots = 8192; // stacks past 3/4 full are interned uncached
+constexpr int max_frames = REC_SITE_KEYS / 2; // two words a frame
 constexpr size_t site_bytes = 8192;
 
-// A stack's entry. Written once, under site_lock, and published by storing
-// its hash last (release); readers probe without the lock (acquire), so the
-// lookup of a stack seen before takes no lock on the allocation path.
-struct site_entry {
-	uint64_t hash; // 0 = empty
-	uint32_t id;
-	uint32_t nkeys;
-	uintptr_t key[2 * max_frames];
-};
-
-std::mutex site_lock; // for new entries; the allocator's own locks are per device
-site_entry *sites = nullptr;
-size_t sites_used = 0;
+std::mutex site_lock; // adders of sites; the allocator's own locks are per device
+rec_site_table sites{};
 
 // UTF-8 of a str without allocating: compact ASCII data, or the cached UTF-8.
 const char *utf8_of(PyObject *s)
@@ -158,18 +149,6 @@ const char *utf8_of(PyObject *s)
 		return reinterpret_cast<const char *>(reinterpret_cast<PyASCIIObject *>(s) + 1);
 	const char *u = reinterpret_cast<PyCompactUnicodeObject *>(s)->utf8;
 	return u ? u : "?";
-}
-
-uint64_t hash_keys(const uintptr_t *key, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= static_cast<uint64_t>(key[i]);
-		h *= 0x100000001b3ull;
-		h ^= h >> 29;
-	}
-	return h ? h : 1;
 }
 
 uint32_t name_and_intern(PyCodeObject *const *codes, const int *offsets, int n)
@@ -193,22 +172,6 @@ uint32_t name_and_intern(PyCodeObject *const *codes, const int *offsets, int n)
 	id = off ? intern(buf) : 0;
 	std::free(buf);
 	return id;
-}
-
-// The id of a stack already in the table, or 0; takes no lock.
-uint32_t find_site(const site_entry *table, uint64_t h, const uintptr_t *key, int n)
-{
-	if (!table)
-		return 0;
-	for (size_t i = 0, s = h % site_slots; i < site_slots; i++, s = (s + 1) % site_slots) {
-		uint64_t eh = __atomic_load_n(&table[s].hash, __ATOMIC_ACQUIRE);
-		if (!eh)
-			return 0;
-		if (eh == h && table[s].nkeys == 2u * n &&
-		    !std::memcmp(table[s].key, key, 2 * n * sizeof(*key)))
-			return table[s].id;
-	}
-	return 0;
 }
 
 // The site of the calling thread's Python frames, leaving out `skip`
@@ -245,31 +208,16 @@ uint32_t python_site(int skip)
 	if (!n)
 		return 0;
 
-	uint64_t h = hash_keys(key, 2 * static_cast<size_t>(n));
-	uint32_t id = find_site(__atomic_load_n(&sites, __ATOMIC_ACQUIRE), h, key, n);
+	size_t nkeys = 2 * static_cast<size_t>(n);
+	uint64_t h = rec_site_hash(key, nkeys);
+	uint32_t id = rec_site_find(&sites, h, key, nkeys);
 	if (id)
 		return id;
 	std::lock_guard<std::mutex> guard(site_lock);
-	if (!sites) {
-		site_entry *table =
-		        static_cast<site_entry *>(std::calloc(site_slots, sizeof(*sites)));
-		if (!table)
-			return 0;
-		__atomic_store_n(&sites, table, __ATOMIC_RELEASE);
-	}
-	if ((id = find_site(sites, h, key, n)))
+	if ((id = rec_site_find(&sites, h, key, nkeys)))
 		return id; // another thread named it meanwhile
 	id = name_and_intern(codes, offsets, n);
-	if (!id || sites_used >= site_slots * 3 / 4)
-		return id; // past 3/4 full: named each time, not cached
-	size_t s = h % site_slots;
-	while (sites[s].hash)
-		s = (s + 1) % site_slots;
-	sites[s].id = id;
-	sites[s].nkeys = 2u * n;
-	std::memcpy(sites[s].key, key, 2 * n * sizeof(*key));
-	__atomic_store_n(&sites[s].hash, h, __ATOMIC_RELEASE);
-	sites_used++;
+	rec_site_add(&sites, h, key, nkeys, id);
 	return id;
 }
 
@@ -352,7 +300,7 @@ memtrace_torch_bridge_attach(void *event, void *intern_site, int python)
 // Whether this build can name Python call sites (CPython 3.11–3.13 headers).
 extern "C" __attribute__((visibility("default"))) int memtrace_torch_bridge_python_sites(void)
 {
-#ifdef MT_PYTHON_FRAMES
+#ifdef REC_PYTHON_FRAMES
 	return 1;
 #else
 	return 0;

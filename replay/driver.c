@@ -57,7 +57,7 @@ struct run {
 	struct rp_latency *lat;
 	struct rp_series series;
 	uint64_t live;             /* requested bytes live (served) */
-	uint64_t peak_live;        /* their peak (less than the bound after OOMs) */
+	bool peak_seen;            /* opt->at_peak was called */
 	uint64_t *iteration_calls; /* driver calls made before each iteration start */
 	size_t next_iteration;
 	uint64_t position; /* steps replayed */
@@ -128,6 +128,22 @@ static void steady_state(struct run *r)
 	        (double)(r->iteration_calls[n - 1] - r->iteration_calls[1]) / (double)(n - 2);
 }
 
+/* The live bytes have just reached the stream's peak, with st: shows the
+ * policy to opt->at_peak, once. */
+static int at_peak(struct run *r, const struct rp_step *st)
+{
+	struct mt_replay_moment m = {
+		.position = r->position + 1,
+		.ts = st->ts,
+		.next_ts = st->ts,
+		.allocated = r->live,
+		.reserved = rp_backend_reserved_now(r->b),
+	};
+	int rc = r->opt->at_peak(r->opt->at_peak_data, &m, r->p);
+	r->peak_seen = true;
+	return rc < 0 ? fail(r, rc, r->position, "observer failed") : 0;
+}
+
 /* Replays one step. Returns 0 when applied, 1 when skipped (an OOM, or the
  * free of a request that got no memory), or a negative errno. */
 static int apply(struct run *r, const struct rp_step *st)
@@ -147,10 +163,10 @@ static int apply(struct run *r, const struct rp_step *st)
 			return fail(r, rc, r->position, "allocation failed");
 		rq->bytes = st->bytes;
 		r->live += st->bytes;
-		if (r->live > r->peak_live)
-			r->peak_live = r->live;
 		if (r->p->allocated > r->res->peak_allocated_rounded)
 			r->res->peak_allocated_rounded = r->p->allocated;
+		if (r->opt->at_peak && !r->peak_seen && r->live >= r->s->peak_live)
+			return at_peak(r, st);
 		return 0;
 	}
 	if (!rq->addr)
@@ -300,11 +316,6 @@ static void teardown(struct run *r)
 		mt_backend_get_stats(r->b, &res->driver);
 	mt_backend_destroy(r->b);
 	res->peak_reserved = res->driver.peak_reserved;
-	/* after OOMs the policy served less than the lower bound: measure
-	 * fragmentation against what it did serve */
-	uint64_t served = res->oom_count ? r->peak_live : res->peak_allocated;
-	res->fragmentation =
-	        res->peak_reserved ? 1.0 - (double)served / (double)res->peak_reserved : 0.0;
 	if (r->lat) {
 		res->latency_p50_ns = rp_latency_quantile(r->lat, 0.50);
 		res->latency_p99_ns = rp_latency_quantile(r->lat, 0.99);

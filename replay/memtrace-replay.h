@@ -8,7 +8,7 @@
  * (libcuda loaded with dlopen, so the library runs where no driver exists).
  * A policy's logic is identical under both. The replay driver feeds each
  * device's recorded alloc/free stream, in recorded order, through a policy
- * and measures peak allocated/reserved, fragmentation, driver calls, OOMs
+ * and measures peak allocated/reserved, driver calls, OOMs
  * and (cuda) host latency.
  *
  * Errors are negative errno (-ENOMEM: out of device memory at the capacity,
@@ -223,6 +223,13 @@ struct mt_replay_options {
 	volatile int *interrupted;    /* stop early (SIGINT) when *interrupted != 0 */
 	mt_replay_observe_fn observe; /* NULL: none; slows the replay (tools, tests) */
 	void *observe_data;
+	/* NULL, or called once, right after the allocation with which the
+	 * requested bytes live first reach the stream's peak
+	 * (mt_request_stream_peak_live; never when OOMs kept them below it),
+	 * with the policy in that state; its return value is 0 or a negative
+	 * errno that fails the replay. Costs nothing at the other events. */
+	mt_replay_observe_fn at_peak;
+	void *at_peak_data;
 };
 
 #define MT_REPLAY_OOM_LARGEST 5
@@ -247,8 +254,6 @@ struct mt_replay_result {
 	 * `caching`: PyTorch's max_memory_allocated) */
 	uint64_t peak_allocated_rounded;
 	uint64_t peak_reserved;
-	double fragmentation; /* 1 - peak_allocated / peak_reserved (after OOMs: 1 -
-	                         peak of the live bytes served / peak_reserved) */
 	struct mt_backend_stats driver;
 	uint64_t oom_count;
 	struct mt_replay_oom first_oom;

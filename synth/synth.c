@@ -167,6 +167,7 @@ struct synth {
 	uint64_t target;         /* alloc/free events asked for */
 	uint64_t emitted;        /* alloc/free events written */
 	uint64_t live_transient; /* live allocations that will be freed */
+	uint64_t appended;       /* events of every kind appended */
 	bool segments;           /* write the driver-layer segments */
 	bool stop;               /* no more allocations */
 	int rc;                  /* first error */
@@ -177,6 +178,11 @@ struct block {
 	uint64_t addr, bytes, stream;
 };
 
+/* Events between commits of everything buffered: a synth stopped midway
+ * (Ctrl-C) leaves a trace whose every kind is complete up to the last
+ * commit, which readers then use (FORMAT.md "Incomplete traces"). */
+#define COMMIT_EVERY (1u << 20)
+
 static void emit(struct synth *s, struct mt_event *ev)
 {
 	int rc;
@@ -186,6 +192,8 @@ static void emit(struct synth *s, struct mt_event *ev)
 	ev->process = s->process;
 	ev->device = s->device;
 	rc = mt_writer_append(s->w, ev);
+	if (rc == 0 && ++s->appended % COMMIT_EVERY == 0)
+		rc = mt_writer_flush(s->w);
 	if (rc < 0)
 		s->rc = rc;
 }
@@ -907,7 +915,7 @@ int mt_synth_write(struct mt_writer *w, unsigned pattern, uint64_t events, uint6
 		                                "synthetic small" };
 	struct synth s = { .w = w, .seed = seed, .target = events, .t = SYNTH_START_NS };
 
-	if (!w || pattern > MT_SYNTH_SMALL)
+	if (!w || pattern > MT_SYNTH_SMALL || events > MT_SYNTH_MAX_EVENTS)
 		return -EINVAL;
 	mt_rng_seed(&s.rng, seed);
 	s.am.next_va = 0x7f0000000000ull + mt_rng_below(&s.rng, 256) * 64 * GiB;

@@ -17,7 +17,8 @@
  * carry on, so one run shows every failing check; REQUIRE(cond) stops the
  * whole program ("Bail out!") where going on makes no sense (a setup step
  * failed). check_failed() says whether the running case has failed so far
- * (to stop a long loop early). Checks outside any case count towards an
+ * (to stop a long loop early); check_skip counts a case that cannot run
+ * here as skipped. Checks outside any case count towards an
  * implicit case named "setup". Diagnostics go to stdout, where TAP wants
  * them.
  */
@@ -88,6 +89,15 @@ static inline void check_run(const char *name, void (*fn)(void))
 }
 
 #define TEST(fn) check_run(#fn, fn)
+
+/* Counts a case that could not run here as skipped ("ok N - name # SKIP
+ * why"), which meson reports as a skip. */
+static inline void check_skip(const char *name, const char *why)
+{
+	check_cases++;
+	printf("ok %d - %s # SKIP %s\n", check_cases, name, why);
+	fflush(stdout);
+}
 
 /* Prints the plan; returns the program's exit status. */
 static inline int check_done(void)

@@ -1,6 +1,9 @@
-/* memtrace-viewer.h — pictures of a trace, drawn with cairo.
+/* memtrace-viewer.h — pictures of a trace.
  *
- * Four views, each written as PNG, SVG or PDF:
+ * A view is one kind of picture; the views this build has are listed by
+ * mt_view_count/mt_view_at (their names, what each draws, the formats it
+ * writes and the options it reads), so that the command line, its help and
+ * the tests follow them. Today's views draw with cairo as PNG, SVG or PDF:
  *  - timeline: live allocations as stacked bands over time (the largest by
  *    byte-seconds one band each, the rest merged into one grey band), the
  *    reserved memory of the recorded allocator or of replayed policies, the
@@ -31,17 +34,11 @@
 
 #include "memtrace-format.h"
 
-enum mt_view {
-	MT_VIEW_TIMELINE = 0,
-	MT_VIEW_SEGMENTS = 1,
-	MT_VIEW_POLICIES = 2,
-	MT_VIEW_ANATOMY = 3,
-};
-
 enum mt_image_format {
 	MT_IMAGE_PNG = 0,
 	MT_IMAGE_SVG = 1,
 	MT_IMAGE_PDF = 2,
+	MT_IMAGE_HTML = 3, /* an interactive page (the html view) */
 };
 
 #define MT_RENDER_DEFAULT_WIDTH 1600
@@ -50,8 +47,34 @@ enum mt_image_format {
 #define MT_RENDER_MIN_SIDE 320
 #define MT_RENDER_MAX_SIDE 16384
 
+/* The options a view reads (mt_view_info.uses). */
+enum mt_view_uses {
+	MT_VIEW_USES_AT = 1u << 0,          /* at_set, at: one moment */
+	MT_VIEW_USES_WINDOW = 1u << 1,      /* from, to: a time window */
+	MT_VIEW_USES_POLICIES = 1u << 2,    /* policies */
+	MT_VIEW_USES_ALL_DEVICES = 1u << 3, /* device 0: every device, else the first */
+	MT_VIEW_USES_PHASES = 1u << 4,      /* all_ranges: NVTX phases */
+};
+
+/* A view as the registry lists it. */
+struct mt_view_info {
+	const char *name;    /* "timeline": what --view and file names say */
+	const char *summary; /* what it draws, for --help: lines of at most 60
+	                        characters separated by '\n' */
+	unsigned formats;    /* 1u << enum mt_image_format, per format it writes */
+	unsigned uses;       /* enum mt_view_uses */
+};
+
+/* Number of views; mt_view_at(i) for i below it is the registry's entry i
+ * (the first is the default view), NULL past the end. */
+size_t mt_view_count(void);
+const struct mt_view_info *mt_view_at(size_t i);
+/* The view of that name, or NULL. */
+const struct mt_view_info *mt_view_find(const char *name);
+
 struct mt_render_options {
-	enum mt_view view;
+	/* a view's name; NULL = the first in the registry that writes format */
+	const char *view;
 	enum mt_image_format format;
 	unsigned width, height; /* 0 = the defaults above */
 	uint32_t device;        /* trace device row id; 0 = the first with allocations */
@@ -61,25 +84,26 @@ struct mt_render_options {
 	 * their reserved memory, segments draws their maps, policies compares
 	 * them (NULL there = the saved replays, else every policy under sim). */
 	const char *policies;
-	bool at_set;   /* false: the peak (reserved for segments, live for anatomy) */
-	uint64_t at;   /* moment for segments and anatomy */
-	uint64_t from; /* window for timeline and policies */
-	uint64_t to;   /* 0 = the end of the trace */
+	bool all_ranges; /* NVTX phases include the ranges libraries open for
+	                    their own work (CUB, Thrust, cuBLAS...) */
+	bool at_set;     /* false: the peak (reserved for segments, live for anatomy) */
+	uint64_t at;     /* moment for segments and anatomy */
+	uint64_t from;   /* window for timeline and policies */
+	uint64_t to;     /* 0 = the end of the trace */
+	/* A second run: the picture is then both runs' timelines, the second
+	 * stretched to the first's NVTX phases, whatever the view (PNG, SVG or
+	 * PDF); compare_name titles it. */
+	struct mt_reader *compare;
+	const char *compare_name;
 };
 
-/* The view named "timeline", "segments", "policies" or "anatomy".
- * Returns 0, or -EINVAL for another name. */
-int mt_view_from_name(const char *name, enum mt_view *view);
-
-/* Stable name of a view, or NULL for an unknown value. */
-const char *mt_view_name(enum mt_view view);
-
-/* The image format for a path's extension (.png, .svg, .pdf, any case).
+/* The image format for a path's extension (.png, .svg, .pdf, .html, any case).
  * Returns 0, or -EINVAL for another or no extension. */
 int mt_image_format_from_path(const char *path, enum mt_image_format *format);
 
 /* Draws one view of the trace open in r into out_path (created or
- * replaced). Policies are replayed under the sim backend when the trace has
+ * replaced). -EINVAL for an unknown view or one that does not write the
+ * format. Policies are replayed under the sim backend when the trace has
  * no saved replay of them. Returns 0 or a negative errno with a message in
  * err (errlen >= 1). */
 int mt_render(struct mt_reader *r, const struct mt_render_options *opt, const char *out_path,

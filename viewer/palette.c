@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "viewer-private.h"
 
 #define RGB(hex)                                                                                   \
@@ -52,13 +54,15 @@ static const struct vw_rgb bands[VW_BAND_COLORS] = {
 	RGB(0x99DDFF), RGB(0xFFAABB), RGB(0xBBCC33), RGB(0xAAAA00),
 };
 
-/* Okabe–Ito, then Paul Tol's "muted" for the policies beyond them: twelve
- * distinct colours before any repeats; yellow late, it is faint as a line. */
+/* A policy's colour, by its place in mt_policy_list: Okabe–Ito, then Paul
+ * Tol's "muted": eleven distinct colours before any repeats; yellow late, it
+ * is faint as a line. Grey is for a name the list does not hold. */
 static const struct vw_rgb series[] = {
 	RGB(OI_BLUE),     RGB(OI_ORANGE),     RGB(OI_GREEN),  RGB(OI_PURPLE),
 	RGB(OI_SKY_BLUE), RGB(OI_VERMILLION), RGB(0x332288),  RGB(0x882255),
-	RGB(0x44AA99),    RGB(0x999933),      RGB(OI_YELLOW), RGB(0x7F7F7F),
+	RGB(0x44AA99),    RGB(0x999933),      RGB(OI_YELLOW),
 };
+#define UNKNOWN_POLICY RGB(0x7F7F7F)
 
 /* Phases avoid the anatomy's own colours (blue, sky blue, vermillion). */
 static const struct vw_rgb phases[] = {
@@ -78,9 +82,16 @@ struct vw_rgb vw_band_color(size_t i)
 	return bands[i % COUNT(bands)];
 }
 
-struct vw_rgb vw_series_color(size_t i)
+struct vw_rgb vw_policy_color(const char *spec)
 {
-	return series[i % COUNT(series)];
+	static const struct vw_rgb unknown = UNKNOWN_POLICY;
+	const struct mt_policy_ops *const *all = mt_policy_list();
+	size_t len = strcspn(spec, ":"), i;
+
+	for (i = 0; all[i]; i++)
+		if (strlen(all[i]->name) == len && !strncmp(all[i]->name, spec, len))
+			return series[i % COUNT(series)];
+	return unknown;
 }
 
 struct vw_rgb vw_phase_color(size_t i)

@@ -1,4 +1,6 @@
-/* render.c — mt_render: option checks, the output surface and the view. */
+/* render.c — the registry of views (the list in viewer/meson.build, as
+ * view-list.h) and mt_render: option checks, the output surface and the
+ * view. */
 #include "config.h"
 
 #include <errno.h>
@@ -6,32 +8,65 @@
 #include <string.h>
 #include <strings.h>
 
+#include "view-list.h"
 #include "viewer-private.h"
 
-static const char *const view_names[] = {
-	[MT_VIEW_TIMELINE] = "timeline",
-	[MT_VIEW_SEGMENTS] = "segments",
-	[MT_VIEW_POLICIES] = "policies",
-	[MT_VIEW_ANATOMY] = "anatomy",
+#define DECLARE(name) extern const struct vw_view vw_view_##name;
+VW_VIEWS(DECLARE)
+#undef DECLARE
+
+static const struct vw_view *const views[] = {
+#define ENTRY(name) &vw_view_##name,
+	VW_VIEWS(ENTRY)
+#undef ENTRY
 };
 
-#define NVIEWS (sizeof(view_names) / sizeof(view_names[0]))
+#define NVIEWS (sizeof(views) / sizeof(views[0]))
 
-int mt_view_from_name(const char *name, enum mt_view *view)
+/* What --compare draws, in place of the view asked for. */
+static const struct vw_view compare_view = {
+	.info = { .name = "compare", .formats = VW_CAIRO_FORMATS },
+	.draw = vw_compare_runs,
+};
+
+size_t mt_view_count(void)
+{
+	return NVIEWS;
+}
+
+const struct mt_view_info *mt_view_at(size_t i)
+{
+	return i < NVIEWS ? &views[i]->info : NULL;
+}
+
+static const struct vw_view *view_named(const char *name)
 {
 	size_t i;
 
 	for (i = 0; name && i < NVIEWS; i++)
-		if (!strcmp(name, view_names[i])) {
-			*view = (enum mt_view)i;
-			return 0;
-		}
-	return -EINVAL;
+		if (!strcmp(name, views[i]->info.name))
+			return views[i];
+	return NULL;
 }
 
-const char *mt_view_name(enum mt_view view)
+const struct mt_view_info *mt_view_find(const char *name)
 {
-	return (size_t)view < NVIEWS ? view_names[view] : NULL;
+	const struct vw_view *v = view_named(name);
+
+	return v ? &v->info : NULL;
+}
+
+/* The view asked for, or the first that writes the format. */
+static const struct vw_view *view_for(const struct mt_render_options *o)
+{
+	size_t i;
+
+	if (o->view)
+		return view_named(o->view);
+	for (i = 0; i < NVIEWS; i++)
+		if (views[i]->info.formats & 1u << o->format)
+			return views[i];
+	return NULL;
 }
 
 int mt_image_format_from_path(const char *path, enum mt_image_format *format)
@@ -46,6 +81,8 @@ int mt_image_format_from_path(const char *path, enum mt_image_format *format)
 		*format = MT_IMAGE_SVG;
 	else if (!strcasecmp(dot, ".pdf"))
 		*format = MT_IMAGE_PDF;
+	else if (!strcasecmp(dot, ".html"))
+		*format = MT_IMAGE_HTML;
 	else
 		return -EINVAL;
 	return 0;
@@ -70,21 +107,26 @@ int vw_window(const struct vw_trace *t, const struct mt_render_options *o, doubl
 int mt_render(struct mt_reader *r, const struct mt_render_options *opt, const char *out_path,
               char *err, size_t errlen)
 {
-	static int (*const views[])(struct vw_canvas *, struct mt_reader *,
-	                            const struct mt_render_options *, char *, size_t) = {
-		[MT_VIEW_TIMELINE] = vw_view_timeline,
-		[MT_VIEW_SEGMENTS] = vw_view_segments,
-		[MT_VIEW_POLICIES] = vw_view_policies,
-		[MT_VIEW_ANATOMY] = vw_view_anatomy,
-	};
 	struct mt_render_options o = *opt;
+	const struct vw_view *view = view_for(&o);
 	struct vw_canvas c;
 	int rc;
 
 	if (err && errlen)
 		err[0] = '\0';
-	if ((size_t)o.view >= NVIEWS)
-		return vw_fail(err, errlen, -EINVAL, "unknown view");
+	if (o.compare) {
+		if (!(VW_CAIRO_FORMATS & 1u << o.format))
+			return vw_fail(err, errlen, -EINVAL,
+			               "--compare draws a picture (.png, .svg or .pdf)");
+		view = &compare_view;
+	}
+	if (!view && o.view)
+		return vw_fail(err, errlen, -EINVAL, "unknown view '%s'", o.view);
+	if (!view)
+		return vw_fail(err, errlen, -EINVAL, "no view writes %s", out_path);
+	if (!(view->info.formats & 1u << o.format))
+		return vw_fail(err, errlen, -EINVAL, "the %s view cannot write %s", view->info.name,
+		               out_path);
 	if (!o.width)
 		o.width = MT_RENDER_DEFAULT_WIDTH;
 	if (!o.height)
@@ -96,10 +138,12 @@ int mt_render(struct mt_reader *r, const struct mt_render_options *opt, const ch
 		               MT_RENDER_MAX_SIDE);
 	if (o.to && o.to <= o.from)
 		return vw_fail(err, errlen, -EINVAL, "--to must be after --from");
+	if (view->write)
+		return view->write(r, &o, out_path, err, errlen);
 	rc = vw_canvas_open(&c, o.format, out_path, o.width, o.height, err, errlen);
 	if (rc < 0)
 		return rc;
-	rc = views[o.view](&c, r, &o, err, errlen);
+	rc = view->draw(&c, r, &o, err, errlen);
 	if (rc < 0) {
 		vw_canvas_discard(&c);
 		/* SVG and PDF surfaces wrote as they went */

@@ -61,8 +61,29 @@ static void normalise(struct mt_lifetime *l, size_t n, uint64_t t0)
 	}
 }
 
-/* The views' copies of analyze's samples, failures and ranges. */
-static int convert_events(struct vw_trace *t, const struct mt_device_data *d, unsigned what)
+/* The OOMs the program saw: of the failed allocations, those analyze
+ * counts as one OOM each (not the driver attempts behind them). */
+static int load_ooms(struct vw_trace *t, const struct mt_analysis *d)
+{
+	struct mt_report_failure *roles = malloc(d->nfails * sizeof(*roles));
+	size_t i, n = 0;
+	int rc = -ENOMEM;
+
+	t->fails = malloc(d->nfails * sizeof(*t->fails));
+	if (!roles || !t->fails || mt_failure_roles(d, roles, &n) < 0)
+		goto out;
+	for (i = 0; i < d->nfails; i++)
+		if (roles[i].role == MT_FAILURE_OOM)
+			t->fails[t->nfails++] =
+			        (struct vw_point){ d->fails[i].ts, d->fails[i].bytes };
+	rc = 0;
+out:
+	free(roles);
+	return rc;
+}
+
+/* The views' copies of analyze's samples, OOMs and ranges. */
+static int convert_events(struct vw_trace *t, const struct mt_analysis *d, unsigned what)
 {
 	size_t i;
 
@@ -74,13 +95,8 @@ static int convert_events(struct vw_trace *t, const struct mt_device_data *d, un
 			        (struct vw_point){ d->samples[i].ts, d->samples[i].used_bytes };
 		t->nsamples = d->nsamples;
 	}
-	if (what & VW_LOAD_FAILS && d->nfails) {
-		if (!(t->fails = malloc(d->nfails * sizeof(*t->fails))))
-			return -ENOMEM;
-		for (i = 0; i < d->nfails; i++)
-			t->fails[i] = (struct vw_point){ d->fails[i].ts, d->fails[i].bytes };
-		t->nfails = d->nfails;
-	}
+	if (what & VW_LOAD_FAILS && d->nfails && load_ooms(t, d) < 0)
+		return -ENOMEM;
 	if (what & VW_LOAD_RANGES && d->nranges) {
 		if (!(t->ranges = malloc(d->nranges * sizeof(*t->ranges))))
 			return -ENOMEM;
@@ -97,12 +113,12 @@ static int convert_events(struct vw_trace *t, const struct mt_device_data *d, un
 int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
                   char *err, size_t errlen)
 {
-	struct mt_device_data d;
+	struct mt_analysis d;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->r = r;
-	rc = mt_device_data_load(&d, r, device, err, errlen);
+	rc = mt_analysis_load(&d, r, device, what & VW_LOAD_LIBRARY_RANGES, err, errlen);
 	if (rc < 0)
 		return rc;
 	t->device = d.device;
@@ -111,10 +127,12 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 	t->t1 = d.t1;
 	t->layer = d.layer;
 	if (!d.nlive) {
-		mt_device_data_release(&d);
+		mt_analysis_release(&d);
 		return vw_fail(err, errlen, -ENOENT, "device %u holds no allocations", t->device);
 	}
-	/* the lifetimes change hands; the rest is copied into the views' types */
+	/* the rest is copied into the views' types (the OOMs read the
+	 * lifetimes), then the lifetimes change hands */
+	rc = convert_events(t, &d, what);
 	t->req = d.live;
 	t->nreq = d.nlive;
 	d.live = NULL;
@@ -125,8 +143,7 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 		d.seg = NULL;
 		normalise(t->seg, t->nseg, t->t0);
 	}
-	rc = convert_events(t, &d, what);
-	mt_device_data_release(&d);
+	mt_analysis_release(&d);
 	if (rc == 0 && what & VW_LOAD_KERNELS)
 		rc = load_kernels(t);
 	if (rc < 0) {
@@ -155,6 +172,21 @@ uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_by
 	if (mt_peak_moment(l, n, peak_bytes, &at) < 0)
 		*peak_bytes = 0;
 	return at;
+}
+
+int vw_anatomy_at(const struct vw_trace *t, uint64_t at, struct mt_anatomy *a, char *err,
+                  size_t errlen)
+{
+	struct mt_sample *s = NULL;
+	size_t ns = 0;
+	int rc = mt_samples_load(t->r, t->device, &s, &ns);
+
+	if (rc < 0)
+		return reader_fail(t->r, rc, err, errlen);
+	rc = mt_anatomy_compute(a, t->req, t->nreq, t->layer, t->seg, t->nseg, s, ns, at, err,
+	                        errlen);
+	free(s);
+	return rc;
 }
 
 void vw_trace_subtitle(const struct vw_trace *t, const char *trace_name, char *buf, size_t len)

@@ -83,15 +83,8 @@ static void tensors(struct anatomy *a, const struct vw_trace *t)
 static int measure(struct anatomy *a, const struct vw_trace *t, uint64_t at, char *err,
                    size_t errlen)
 {
-	struct mt_sample *s = NULL;
-	size_t ns = 0;
-	int rc = mt_samples_load(t->r, t->device, &s, &ns);
+	int rc = vw_anatomy_at(t, at, &a->an, err, errlen);
 
-	if (rc < 0)
-		return vw_fail(err, errlen, rc, "%s", mt_reader_message(t->r));
-	rc = mt_anatomy_compute(&a->an, t->req, t->nreq, t->layer, t->seg, t->nseg, s, ns, at, err,
-	                        errlen);
-	free(s);
 	if (rc < 0)
 		return rc;
 	add(a, label(a, MT_PART_OTHER_PROCESSES), a->an.part[MT_PART_OTHER_PROCESSES],
@@ -235,19 +228,24 @@ static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
 	uint64_t used = in_use(a);
 	uint64_t total = a->total > used ? a->total : used;
 	bool zoom = height > f * 24 && (double)used < 0.6 * (double)total;
-	struct vw_rect bar = { x0, round(y + f * 1.9), w,
+	struct vw_rect bar = { x0, round(y + f * 3.1), w,
 		               round(fmin(fmax(height * 0.08, f * 1.8), f * 3.2)) };
-	char head[256], sz[32], sz2[32];
+	char head[256], sz[32], sz2[32], reading[256], fit[256], label[64];
 	double ty, iw = (double)used / (double)total * w;
 
 	mt_size_format(a->total, sz, sizeof(sz));
 	mt_size_format(a->an.available ? a->an.used_bytes : used, sz2, sizeof(sz2));
-	snprintf(head, sizeof(head), "device %u \u00b7 %s \u00b7 %s total \u00b7 %s in use%s",
-	         t->dev->ordinal, t->dev->name && *t->dev->name ? t->dev->name : "unknown GPU", sz,
-	         sz2,
-	         a->an.available ? " (sampled: what nvidia-smi shows)" : " (no samples: reserved)");
+	snprintf(head, sizeof(head), "%s \u00b7 %s \u00b7 %s total \u00b7 %s in use%s",
+	         mt_analyze_device_label(t->dev, label, sizeof(label)),
+	         t->dev->name && *t->dev->name ? t->dev->name : "unknown GPU", sz, sz2,
+	         a->an.available ? " (what nvidia-smi shows)" : " (no readings: reserved)");
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
 	vw_text(c, x0, y, 1.05, true, VW_LEFT, VW_TOP, head);
+	snprintf(fit, sizeof(fit), "measured against %s",
+	         mt_anatomy_reading(&a->an, t->t0, reading, sizeof(reading)));
+	vw_fit_text(c, 0.85, fit, w, reading, sizeof(reading));
+	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
+	vw_text(c, x0, y + f * 1.5, 0.85, false, VW_LEFT, VW_TOP, reading);
 	draw_parts(c, a, bar, (double)total);
 	ty = bar_axis(c, bar, (double)total);
 	if (zoom) {
@@ -273,8 +271,8 @@ static double draw_device(const struct vw_canvas *c, const struct vw_trace *t,
 	return table(c, a, x0, ty + f * 0.4, total, used) + f;
 }
 
-int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
-                    char *err, size_t errlen)
+static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+                     char *err, size_t errlen)
 {
 	uint32_t *ids = NULL;
 	size_t n = 0, i;
@@ -303,8 +301,9 @@ int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_re
 		char when[32], subtitle[512], base[384];
 
 		rc = vw_trace_load(&t, r, ids[i],
-		                   VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES, err,
-		                   errlen);
+		                   VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES |
+		                           (o->all_ranges ? VW_LOAD_LIBRARY_RANGES : 0),
+		                   err, errlen);
 		if (rc < 0)
 			break;
 		memset(&a, 0, sizeof(a));
@@ -325,3 +324,12 @@ int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_re
 	free(ids);
 	return rc;
 }
+
+const struct vw_view vw_view_anatomy = {
+	.info = { .name = "anatomy",
+	          .summary = "device memory in use split into CUDA context, tensors,\n"
+	                     "fragmentation and allocator cache, one bar per device",
+	          .formats = VW_CAIRO_FORMATS,
+	          .uses = MT_VIEW_USES_AT | MT_VIEW_USES_ALL_DEVICES | MT_VIEW_USES_PHASES },
+	.draw = draw_view,
+};

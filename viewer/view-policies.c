@@ -45,7 +45,7 @@ static void draw_bars(const struct vw_canvas *c, struct vw_rect area,
 		char fit[128];
 		int len;
 
-		vw_set_rgb(c->cr, vw_series_color(i));
+		vw_set_rgb(c->cr, vw_policy_color(runs[i].name));
 		cairo_rectangle(c->cr, plot.x, y, w, bar_h);
 		cairo_fill(c->cr);
 		vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
@@ -97,8 +97,8 @@ static int draw_lines(const struct vw_canvas *c, struct vw_rect area, const stru
 	int rc;
 
 	for (i = 0; i < m; i++)
-		items[i] =
-		        (struct vw_legend_item){ VW_SWATCH_LINE, vw_series_color(i), runs[i].name };
+		items[i] = (struct vw_legend_item){ VW_SWATCH_LINE, vw_policy_color(runs[i].name),
+			                            runs[i].name };
 	items[m] = (struct vw_legend_item){ VW_SWATCH_DASH, vw_role_color(VW_ROLE_LOWER_BOUND),
 		                            "live bytes (lower bound)" };
 	plot.x = round(area.x + f * 6.2);
@@ -128,7 +128,8 @@ static int draw_lines(const struct vw_canvas *c, struct vw_rect area, const stru
 	vw_draw_grid(c, plot, &y, true);
 	vw_stroke_columns(c, plot, &y, v[m], cols.n, vw_role_color(VW_ROLE_LOWER_BOUND), 1.5, true);
 	for (i = 0; i < m; i++)
-		vw_stroke_columns(c, plot, &y, v[i], cols.n, vw_series_color(i), 1.8, false);
+		vw_stroke_columns(c, plot, &y, v[i], cols.n, vw_policy_color(runs[i].name), 1.8,
+		                  false);
 	vw_legend(c, plot.x, area.y, plot.w, items, m + 1, true);
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
 	vw_draw_axis_left(c, plot, &y);
@@ -139,7 +140,7 @@ out:
 	return rc;
 }
 
-int vw_view_policies(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                      char *err, size_t errlen)
 {
 	struct vw_policy_run *runs = NULL;
@@ -177,3 +178,12 @@ out:
 	vw_trace_release(&t);
 	return rc;
 }
+
+const struct vw_view vw_view_policies = {
+	.info = { .name = "policies",
+	          .summary = "peak reserved per policy against the lower bound, and\n"
+	                     "reserved memory over time per policy",
+	          .formats = VW_CAIRO_FORMATS,
+	          .uses = MT_VIEW_USES_WINDOW | MT_VIEW_USES_POLICIES },
+	.draw = draw_view,
+};

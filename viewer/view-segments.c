@@ -160,12 +160,14 @@ static void lay_out(const struct vw_canvas *c, struct layout *l, const struct mt
 static void caption(const struct vw_canvas *c, const struct mt_segmap *m, double x, double y,
                     double w)
 {
-	char res[32], alloc[32], free_[32], line[256], fit[256];
-	double frag = m->reserved ? 1.0 - (double)m->allocated / (double)m->reserved : 0;
+	char res[32], alloc[32], free_[32], frag[32], cache[32], line[256], fit[256];
+	uint64_t fragmentation = mt_segmap_fragmentation(m);
 
 	mt_size_format(m->reserved, res, sizeof(res));
 	mt_size_format(m->allocated, alloc, sizeof(alloc));
 	mt_size_format(m->largest_free, free_, sizeof(free_));
+	mt_size_format(fragmentation, frag, sizeof(frag));
+	mt_size_format(mt_segmap_cache(m), cache, sizeof(cache));
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
 	vw_fit_text(c, 1.1, m->name, w, fit, sizeof(fit));
 	vw_text(c, x, y, 1.1, true, VW_LEFT, VW_TOP, fit);
@@ -174,14 +176,32 @@ static void caption(const struct vw_canvas *c, const struct mt_segmap *m, double
 	         m->nsegs, res, alloc);
 	vw_fit_text(c, 0.9, line, w, fit, sizeof(fit));
 	vw_text(c, x, y + c->font * 1.6, 0.9, false, VW_LEFT, VW_TOP, fit);
-	snprintf(line, sizeof(line), "largest free block %s \u00b7 fragmentation %.1f%%", free_,
-	         100.0 * frag);
+	snprintf(line, sizeof(line),
+	         "fragmentation %s (%.1f%%) \u00b7 cache %s \u00b7 largest free block %s", frag,
+	         100.0 * mt_fragmentation_share(fragmentation, m->reserved), cache, free_);
 	vw_fit_text(c, 0.9, line, w, fit, sizeof(fit));
 	vw_text(c, x, y + c->font * 2.9, 0.9, false, VW_LEFT, VW_TOP, fit);
 }
 
+/* The device memory in use at the moment, and the reading it comes from. */
+static void device_line(const struct vw_canvas *c, const struct vw_trace *t,
+                        const struct mt_anatomy *an, double x, double y, double w)
+{
+	char used[32], reading[256], line[320], fit[320];
+
+	if (an->available)
+		snprintf(line, sizeof(line), "device memory in use %s: %s",
+		         mt_size_format(an->used_bytes, used, sizeof(used)),
+		         mt_anatomy_reading(an, t->t0, reading, sizeof(reading)));
+	else
+		snprintf(line, sizeof(line), "device memory in use: no reading on this device");
+	vw_fit_text(c, 0.9, line, w, fit, sizeof(fit));
+	vw_text(c, x, y, 0.9, false, VW_LEFT, VW_TOP, fit);
+}
+
 static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct mt_segmap *maps,
-                 size_t n, const struct mt_render_options *o, const char *why)
+                 size_t n, const struct mt_render_options *o, const char *why,
+                 const struct mt_anatomy *an)
 {
 	double f = c->font, margin = f * 1.2, gap = f * 2.5, top, panel_w;
 	char subtitle[512], base[384], when[32], how[256], row[32];
@@ -194,7 +214,7 @@ static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct mt_
 	top = vw_title(c, "Segment map", subtitle);
 	panel_w = (c->width - 2 * margin - gap * (double)(n - 1)) / (double)n;
 	l.w = floor(panel_w);
-	lay_out(c, &l, maps, n, top + f * 7.9, c->height - margin);
+	lay_out(c, &l, maps, n, top + f * 9.2, c->height - margin);
 	mt_size_format(l.row_bytes, row, sizeof(row));
 	if (l.packed)
 		snprintf(how, sizeof(how),
@@ -209,7 +229,8 @@ static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct mt_
 	vw_text(c, margin, top + f * 1.3, 0.9, false, VW_LEFT, VW_TOP,
 	        "coloured: live blocks (colours alternate) \u00b7 light grey: free space inside a "
 	        "segment");
-	top += f * 3.2;
+	device_line(c, t, an, margin, top + f * 2.6, c->width - 2 * margin);
+	top += f * 4.5;
 	for (i = 0; i < n; i++) {
 		l.x = round(margin + (double)i * (panel_w + gap));
 		caption(c, &maps[i], l.x, top, l.w);
@@ -217,10 +238,11 @@ static void draw(struct vw_canvas *c, const struct vw_trace *t, const struct mt_
 	}
 }
 
-int vw_view_segments(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                      char *err, size_t errlen)
 {
 	struct mt_segmap maps[MAX_PANELS];
+	struct mt_anatomy an;
 	struct vw_trace t;
 	char **specs = NULL;
 	size_t nspecs = 0, n = 0, i;
@@ -235,9 +257,8 @@ int vw_view_segments(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 		at = t.t0 + o->at;
 		why = "as asked";
 	} else {
-		at = t.nseg ? vw_peak_moment(t.seg, t.nseg, &peak)
-		            : vw_peak_moment(t.req, t.nreq, &peak);
-		why = "peak reserved of the recorded allocator";
+		at = vw_peak_moment(t.req, t.nreq, &peak);
+		why = "peak of live bytes";
 	}
 	if (o->policies && vw_specs_split(o->policies, &specs, &nspecs) < 0) {
 		rc = vw_fail(err, errlen, -ENOMEM, "out of memory");
@@ -257,7 +278,9 @@ int vw_view_segments(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 			n++;
 	}
 	if (rc == 0)
-		draw(c, &t, maps, n, o, why);
+		rc = vw_anatomy_at(&t, at, &an, err, errlen);
+	if (rc == 0)
+		draw(c, &t, maps, n, o, why, &an);
 out:
 	for (i = 0; i < n; i++)
 		mt_segmap_release(&maps[i]);
@@ -265,3 +288,11 @@ out:
 	vw_trace_release(&t);
 	return rc;
 }
+
+const struct vw_view vw_view_segments = {
+	.info = { .name = "segments",
+	          .summary = "the segment map at a moment, one row per segment",
+	          .formats = VW_CAIRO_FORMATS,
+	          .uses = MT_VIEW_USES_AT | MT_VIEW_USES_POLICIES },
+	.draw = draw_view,
+};

@@ -86,7 +86,7 @@ static int gather_lines(struct timeline *tl, const struct mt_render_options *o, 
 		if (rc < 0)
 			return rc;
 		for (i = 0; i < n; i++) {
-			l = add_line(tl, VW_SWATCH_LINE, vw_series_color(i));
+			l = add_line(tl, VW_SWATCH_LINE, vw_policy_color(runs[i].name));
 			if (!l) {
 				vw_policy_runs_free(runs, n);
 				return vw_fail(err, errlen, -ENOMEM,
@@ -249,9 +249,9 @@ static void draw_ooms(struct timeline *tl)
 		return;
 	mt_size_format(first_bytes, size, sizeof(size));
 	if (shown == 1)
-		snprintf(label, sizeof(label), "allocation of %s failed", size);
+		snprintf(label, sizeof(label), "out of memory asking for %s", size);
 	else
-		snprintf(label, sizeof(label), "%zu failed allocations (first: %s)", shown, size);
+		snprintf(label, sizeof(label), "%zu OOMs (the first asking for %s)", shown, size);
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_OOM));
 	vw_label(c, first_x + c->font * 0.8, top, 0.9, VW_LEFT, VW_MIDDLE, label, tl->plot.x,
 	         tl->plot.x + tl->plot.w);
@@ -279,7 +279,7 @@ static void legend(struct timeline *tl, double top, bool draw, double *height)
 		                              "peak of live bytes" };
 	if (tl->t.nfails)
 		items[n++] = (struct vw_legend_item){ VW_SWATCH_OOM, vw_role_color(VW_ROLE_OOM),
-			                              "failed allocation (OOM)" };
+			                              "OOM the program saw" };
 	for (i = 0; i < tl->phases.n; i++) {
 		snprintf(phase[i], sizeof(phase[i]), "phase %s%s",
 		         mt_reader_string(tl->t.r, tl->phases.name[i]),
@@ -352,7 +352,7 @@ static int draw(struct timeline *tl, const struct mt_render_options *o, char *er
 	return 0;
 }
 
-int vw_view_timeline(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                      char *err, size_t errlen)
 {
 	struct timeline tl;
@@ -363,7 +363,7 @@ int vw_view_timeline(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	tl.c = c;
 	rc = vw_trace_load(&tl.t, r, o->device,
 	                   VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES | VW_LOAD_KERNELS |
-	                           VW_LOAD_FAILS,
+	                           VW_LOAD_FAILS | (o->all_ranges ? VW_LOAD_LIBRARY_RANGES : 0),
 	                   err, errlen);
 	if (rc < 0)
 		return rc;
@@ -374,3 +374,12 @@ int vw_view_timeline(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	vw_trace_release(&tl.t);
 	return rc;
 }
+
+const struct vw_view vw_view_timeline = {
+	.info = { .name = "timeline",
+	          .summary = "live allocations over time, reserved and device memory,\n"
+	                     "kernels, NVTX phases, peak and failed allocations",
+	          .formats = VW_CAIRO_FORMATS,
+	          .uses = MT_VIEW_USES_WINDOW | MT_VIEW_USES_POLICIES | MT_VIEW_USES_PHASES },
+	.draw = draw_view,
+};

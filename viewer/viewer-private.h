@@ -56,8 +56,9 @@ struct vw_rgb vw_role_color(enum vw_role role);
  * scheme) cycling with the index, so neighbours differ. */
 struct vw_rgb vw_band_color(size_t i);
 #define VW_BAND_COLORS 8
-/* Policies (lines and bars), Okabe–Ito, cycling. */
-struct vw_rgb vw_series_color(size_t i);
+/* A policy's colour (lines and bars), the same in every picture: spec is
+ * "NAME" or "NAME:params"; the colour is NAME's. */
+struct vw_rgb vw_policy_color(const char *spec);
 /* NVTX phases (timeline strip, anatomy parts), cycling. */
 struct vw_rgb vw_phase_color(size_t i);
 void vw_set_rgb(cairo_t *cr, struct vw_rgb c);
@@ -76,6 +77,9 @@ struct vw_canvas {
 	double font;                /* base font size, scaled with the picture */
 	cairo_font_face_t *face[2]; /* DejaVu Sans, regular and bold */
 };
+
+/* The formats a canvas writes (mt_view_info.formats of cairo views). */
+#define VW_CAIRO_FORMATS (1u << MT_IMAGE_PNG | 1u << MT_IMAGE_SVG | 1u << MT_IMAGE_PDF)
 
 /* Creates the output surface and a context with a white background and
  * DejaVu Sans selected. SVG and PDF write to path as they go; PNG on close. */
@@ -176,7 +180,8 @@ enum vw_load {
 	VW_LOAD_SAMPLES = 1u << 1,
 	VW_LOAD_RANGES = 1u << 2,
 	VW_LOAD_KERNELS = 1u << 3,
-	VW_LOAD_FAILS = 1u << 4,
+	VW_LOAD_FAILS = 1u << 4,          /* the OOMs the program saw */
+	VW_LOAD_LIBRARY_RANGES = 1u << 5, /* with RANGES: the libraries' own as well */
 };
 
 /* One device's events as the views use them. Lifetimes are normalised: an
@@ -200,17 +205,22 @@ struct vw_trace {
 	size_t nranges;
 	struct vw_span *kernels;
 	size_t nkernels;
-	struct vw_point *fails; /* alloc_failed: ts, requested bytes */
+	struct vw_point *fails; /* one per OOM the program saw: ts, requested bytes */
 	size_t nfails;
 };
 
-/* Loads device (0 = the first with allocations) of r. */
+/* Loads device (0 = the first with allocations) of r; what: enum vw_load,
+ * or'ed (VW_LOAD_LIBRARY_RANGES set when the options ask for all ranges). */
 int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
                   char *err, size_t errlen);
 void vw_trace_release(struct vw_trace *t);
 /* The moment live bytes of l first reach their peak (mt_peak_moment; the
  * start of the trace when it cannot tell). */
 uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_bytes);
+/* The anatomy at `at` (analyze's mt_anatomy_compute against the device's
+ * readings, loaded here): the parts and which reading they add up to. */
+int vw_anatomy_at(const struct vw_trace *t, uint64_t at, struct mt_anatomy *a, char *err,
+                  size_t errlen);
 /* "NAME · GPU · capture MODE" for subtitles. */
 void vw_trace_subtitle(const struct vw_trace *t, const char *trace_name, char *buf, size_t len);
 
@@ -332,13 +342,25 @@ int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, st
 
 /* ---- the views -------------------------------------------------------------- */
 
-int vw_view_timeline(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
-                     char *err, size_t errlen);
-int vw_view_segments(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
-                     char *err, size_t errlen);
-int vw_view_policies(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
-                     char *err, size_t errlen);
-int vw_view_anatomy(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+/* A view: one viewer/view-NAME.c defines `const struct vw_view vw_view_NAME`
+ * and NAME is one line of the list in viewer/meson.build, which becomes the
+ * registry (render.c) that mt_view_at, mt_render, the command line and the
+ * tests read. A view that writes a file of its own instead of drawing on a
+ * cairo canvas (an HTML page) gets a member taking the output path beside
+ * draw, and mt_render calls whichever the view has. */
+struct vw_view {
+	struct mt_view_info info;
+	/* Draws the trace open in r on c with the options (view and format
+	 * checked, sizes set). */
+	int (*draw)(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
+	            char *err, size_t errlen);
+	/* Or writes out_path itself (created or replaced). */
+	int (*write)(struct mt_reader *r, const struct mt_render_options *o, const char *out_path,
+	             char *err, size_t errlen);
+};
+
+/* compare-runs.c: two runs' timelines aligned by phase (o->compare). */
+int vw_compare_runs(struct vw_canvas *c, struct mt_reader *r, const struct mt_render_options *o,
                     char *err, size_t errlen);
 
 /* The columns of a plot width pixels wide over the options' window

@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 {
 	uint64_t allocations = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
 	const char *path = argc > 2 ? argv[2] : "/tmp/bench-render.db";
-	struct mt_render_options o = { .view = MT_VIEW_TIMELINE,
+	struct mt_render_options o = { .view = "timeline",
 		                       .format = MT_IMAGE_PNG,
 		                       .trace_name = "bench-render.db" };
 	struct clock_pair load = { 0 }, stack = { 0 }, raster = { 0 }, render = { 0 };

@@ -1,8 +1,7 @@
 """memtrace request capture for Python programs.
 
-`memtrace record` puts this folder first on PYTHONPATH, so Python imports
-this module at startup. It changes nothing until the program imports a
-framework:
+Python imports this module at startup (sitecustomize). It changes nothing
+until the program imports a framework:
 
 - torch: before torch loads, the PyTorch bridge (torch-bridge.cpp, the path
   in MEMTRACE_TORCH_BRIDGE) is found in the cache or compiled against this
@@ -21,18 +20,26 @@ framework:
   (XLA_PYTHON_CLIENT_ALLOCATOR=platform, TF_GPU_ALLOCATOR=cuda_malloc_async)
   are switched on, unless the program chose one, and that is said on stderr.
 
-The capture used goes into MEMTRACE_CAPTURE, which the injection library
-writes into the trace's meta when CUDA starts.
+Each process tells its own recorder (memtrace_set_capture in
+libmemtrace-inject.so) what its trace holds -- the hook attached or refused,
+or the driver-level allocator -- once CUDA has started (for JAX and
+TensorFlow, when the framework is imported); that becomes the process's
+capture label (processes.capture). Nothing of it is inherited: a child
+decides its own. MEMTRACE_PYTHON_HOOK=<pid> tells the recorder that this
+hook ran in that process (a torch process without it was started in a way
+that skipped it, and its label says so).
+
+`memtrace record` puts this folder on PYTHONPATH for every program it runs,
+so every Python process the program starts, however it is started (a shell,
+env, make, torchrun, accelerate, uv run), gets here; a sitecustomize of the
+program's own further down PYTHONPATH or in site-packages runs afterwards.
 """
 
-import ctypes
-import functools
-import hashlib
-import importlib.abc
-import importlib.util
+# Only what every Python process already has is imported here: this runs in
+# each one the recorded program starts. The rest is imported where a
+# framework is prepared.
 import os
 import re
-import subprocess
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,10 +73,14 @@ def _torch_version(spec):
     return None
 
 
+# The bridge's sources, beside torch-bridge.cpp (MEMTRACE_TORCH_BRIDGE); the
+# header is not compiled but is part of what the cached build is keyed by.
+_BRIDGE_FILES = ("torch-bridge.cpp", "site-table.c", "site-table-private.h")
+
 _BUILD = r"""
 import sys
 import torch.utils.cpp_extension as ce
-ce.load(name="memtrace_torch_bridge", sources=[sys.argv[1]], build_directory=sys.argv[2],
+ce.load(name="memtrace_torch_bridge", sources=sys.argv[2:], build_directory=sys.argv[1],
         with_cuda=True, is_python_module=False, extra_cflags=["-O2"], verbose=False)
 """
 
@@ -78,12 +89,17 @@ def _bridge_for(spec):
     """Path of the bridge library for this PyTorch, building it if needed."""
     src = os.environ.get("MEMTRACE_TORCH_BRIDGE", "")
     version = _torch_version(spec)
-    if not src or not os.path.isfile(src):
+    files = [os.path.join(os.path.dirname(src), f) for f in _BRIDGE_FILES]
+    if not src or not all(os.path.isfile(f) for f in files):
         return None, "torch-bridge.cpp not found"
     if not version:
         return None, "cannot tell the PyTorch version"
-    with open(src, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    import hashlib
+    digest = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            digest.update(fh.read())
+    digest = digest.hexdigest()[:12]
     cache = os.environ.get("MEMTRACE_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "memtrace")
     # the bridge reads CPython's frames: one build per PyTorch and Python version
@@ -98,7 +114,9 @@ def _bridge_for(spec):
     except OSError as e:
         return None, "cannot create %s (%s)" % (out, e.strerror)
     _say("building the PyTorch bridge for torch %s (once, cached in %s)" % (version, out))
-    r = subprocess.run([sys.executable, "-c", _BUILD, src, out], env=_clean_env(),
+    sources = [f for f in files if f.endswith((".cpp", ".c"))]
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", _BUILD, out] + sources, env=_clean_env(),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0 or not os.path.isfile(so):
         last = [l for l in r.stdout.splitlines() if l.strip()][-1:] or ["unknown error"]
@@ -106,18 +124,49 @@ def _bridge_for(spec):
     return so, ""
 
 
+def _declare(label):
+    """Tells this process's recorder (libmemtrace-inject.so) what its trace
+    holds of the framework's requests: the process's capture label. Said in
+    this process only; a child decides its own."""
+    import ctypes
+    try:
+        ctypes.CDLL(os.environ.get("CUDA_INJECTION64_PATH") or "libmemtrace-inject.so") \
+            .memtrace_set_capture(label.encode())
+    except (OSError, AttributeError):
+        pass
+
+
+def _declare_when_cuda_starts(label):
+    """An `after` for _Finder: declares LABEL from torch.cuda's lazy-init
+    queue, once CUDA (and so the recorder) has started."""
+    def after(torch):
+        try:
+            torch.cuda._lazy_call(lambda: _declare(label))
+        except Exception as e:  # a PyTorch without lazy init queue
+            _say("cannot tell the recorder how PyTorch is captured (%s)" % e)
+    return after
+
+
+_ASYNC = "requests (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)"
+
+
 def _torch_fallback(why):
     conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
     if "backend" in conf:
-        os.environ["MEMTRACE_CAPTURE"] = "requests (program's own PyTorch backend)"
-        return
+        # the program chose its backend: memtrace does not override it
+        _say("no PyTorch allocator hook (%s): PYTORCH_CUDA_ALLOC_CONF=%s keeps its allocator, "
+             "so only its segments are recorded" % (why, conf))
+        return _declare_when_cuda_starts(
+            "segments only (no PyTorch allocator hook: %s; PYTORCH_CUDA_ALLOC_CONF=%s)"
+            % (why, conf))
     os.environ["PYTORCH_CUDA_ALLOC_CONF"] = (conf + "," if conf else "") + "backend:cudaMallocAsync"
-    os.environ["MEMTRACE_CAPTURE"] = "requests (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)"
     _say("no PyTorch allocator hook (%s): recording requests with "
          "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, which is slower" % why)
+    return _declare_when_cuda_starts(_ASYNC)
 
 
 def _attach():
+    import ctypes
     inject = os.environ.get("CUDA_INJECTION64_PATH", "")
     python = os.environ.get("MEMTRACE_STACKS") == "python"
     try:
@@ -128,15 +177,16 @@ def _attach():
         bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
         rc = bridge.memtrace_torch_bridge_attach(event, intern, int(python))
     except (OSError, AttributeError) as e:
-        rc, lib = -1, None
+        rc = -1
         _BRIDGE["why"] = str(e)[:200]
     if rc != 0:
-        note = "requests (PyTorch allocator hook refused; driver segments only)"
+        why = _BRIDGE["why"] or "another backend?"
         _say("PyTorch's allocator refused the hook (%s): only what reaches the driver is "
-             "recorded" % (_BRIDGE["why"] or "another backend?"))
-        if lib is not None:
-            lib.memtrace_set_capture(note.encode())
-    elif python and not bridge.memtrace_torch_bridge_python_sites():
+             "recorded" % why)
+        _declare("segments only (PyTorch's allocator refused the hook: %s)" % why)
+        return
+    _declare("requests (PyTorch allocator hook)")
+    if python and not bridge.memtrace_torch_bridge_python_sites():
         _say("no Python call sites: they need CPython 3.11 to 3.13 (this is %d.%d)"
              % sys.version_info[:2])
 
@@ -144,6 +194,8 @@ def _attach():
 def _work_site_wrapper(fn, begin, end):
     """fn, telling the recorder which Python line started the work it runs
     on other threads."""
+    import functools
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         previous = begin()
@@ -155,6 +207,7 @@ def _work_site_wrapper(fn, begin, end):
 
 
 def _wrap_autograd(torch):
+    import ctypes
     try:
         bridge = ctypes.PyDLL(_BRIDGE["so"])
         begin, end = bridge.memtrace_torch_bridge_work_begin, bridge.memtrace_torch_bridge_work_end
@@ -181,14 +234,11 @@ def _torch_loaded(torch):
 
 def _prepare_torch(spec):
     if os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").find("backend:cudaMallocAsync") >= 0:
-        os.environ["MEMTRACE_CAPTURE"] = "requests (program's own PyTorch backend)"
-        return None
+        return _declare_when_cuda_starts(_ASYNC)
     so, why = _bridge_for(spec)
     if not so:
-        _torch_fallback(why)
-        return None
+        return _torch_fallback(why)
     _BRIDGE["so"] = so
-    os.environ["MEMTRACE_CAPTURE"] = "requests (PyTorch allocator hook)"
     _say("capturing PyTorch's requests through its allocator hook")
     return _torch_loaded
 
@@ -198,7 +248,7 @@ def _prepare_env_switch(var, value, framework):
         if not os.environ.get(var):
             os.environ[var] = value
             _say("%s has no allocator hook: recording its requests with %s=%s" % (framework, var, value))
-        os.environ["MEMTRACE_CAPTURE"] = "requests (%s=%s)" % (var, os.environ[var])
+        _declare("requests (%s=%s)" % (var, os.environ[var]))
         return None
     return prepare
 
@@ -210,13 +260,17 @@ _WATCH = {
 }
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
+    """A meta path finder (importlib.abc.MetaPathFinder's protocol) that
+    prepares a framework just before it is imported."""
+
     def find_spec(self, name, path=None, target=None):
         prepare = _WATCH.pop(name, None)
         if prepare is None:
             return None
         sys.meta_path.remove(self)
         try:
+            import importlib.util
             spec = importlib.util.find_spec(name)
         finally:
             if _WATCH:
@@ -250,5 +304,7 @@ def _chain_sitecustomize():
 
 
 if os.environ.get("MEMTRACE_CAPTURE", "requests").startswith("requests"):
+    # tells the recorder, should CUDA start in this process, that this hook ran here
+    os.environ["MEMTRACE_PYTHON_HOOK"] = str(os.getpid())
     sys.meta_path.insert(0, _Finder())
 _chain_sitecustomize()

@@ -531,7 +531,7 @@ static int stitch_create(struct mt_policy **out, struct mt_backend *b, const cha
 	p->base.ops = &rp_policy_stitch;
 	p->b = b;
 	p->page = mt_backend_granularity(b);
-	rc = rp_policy_caching.create(&p->small, b, NULL, err, errlen);
+	rc = mt_policy_create(&p->small, "caching", b, err, errlen);
 	if (rc < 0) {
 		free(p);
 		return rc;

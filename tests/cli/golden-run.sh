@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs one golden case of the memtrace command: tests/cli/golden/NAME.cmd is
 # a shell snippet run (bash -o pipefail) in a fresh empty folder with
-# $MEMTRACE (the binary), $SRC (the source root) and $KILL_WRITER (the
-# SIGKILL writer helper) set. Its stdout must equal NAME.stdout and its exit
+# $MEMTRACE (the binary), $SRC (the source root), $KILL_WRITER (the
+# SIGKILL writer helper) and $WRITE_TRACE (the analyze tests' hand-written
+# traces: write-trace NAME PATH) set. Its stdout must equal NAME.stdout and its exit
 # status NAME.exit; its stderr must equal NAME.stderr, or be empty when
 # there is no such file. MT_GOLDEN_UPDATE=1 writes what it got into the
 # golden files instead (then read them before committing).

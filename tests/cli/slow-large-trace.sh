@@ -42,7 +42,7 @@ rep = json.load(open(sys.argv[3]))
 if peak is not None and rep["peak_live_bytes"] != peak:
     fail.append(f"report's peak {rep['peak_live_bytes']} != info's {peak}")
 a = rep["anatomy"]
-if a is not None and sum(a["parts"].values()) != a["sampled_bytes"]:
+if a is not None and sum(a["parts"].values()) != a["reading_bytes"]:
     fail.append("report's anatomy parts do not add up to the sample")
 names = {r["name"] for r in rep["ranges"]}
 if not {"forward", "backward", "optimizer"} <= names:

@@ -2,7 +2,8 @@
  * not a database, cut short, a schema without memtrace's tables (-EBADMSG),
  * a newer format version (-ENOTSUP, for the reader and the writer), chunks
  * with flipped bytes, a wrong count or an unknown codec (-EBADMSG naming
- * the chunk), and random damage anywhere in the file: never a crash. */
+ * the chunk), index rows their chunks do not confirm, and random damage
+ * anywhere in the file: never a crash. */
 #include "config.h"
 
 #include <errno.h>
@@ -190,6 +191,74 @@ static void test_random_damage(void)
 	free(data);
 }
 
+/* Opens bad after an edit of good's chunk index; checks the open fails
+ * with a message naming chunk `id` and saying `why`. */
+static void index_refused(const char *edit, int64_t id, const char *why)
+{
+	char want[64];
+	struct mt_reader *r = mt_reader_new();
+	int rc;
+
+	copy_good();
+	sql(bad, edit);
+	rc = mt_reader_open(r, bad);
+	snprintf(want, sizeof(want), "chunk %lld is corrupt (", (long long)id);
+	CHECKF(rc == -EBADMSG && strstr(mt_reader_message(r), want) &&
+	               strstr(mt_reader_message(r), why),
+	       "%s: rc %d, '%s'", edit, rc, mt_reader_message(r));
+	mt_reader_free(r);
+}
+
+/* A row the chunk does not confirm is corrupt when the trace is opened:
+ * an unknown kind or codec, an impossible count or span, a process or
+ * device that is no row, a copy of another row (it would count its events
+ * twice). */
+static void test_index_rows(void)
+{
+	index_refused("UPDATE chunks SET kind = 42 WHERE id = 3", 3, "unknown kind 42");
+	index_refused("UPDATE chunks SET kind = 0 WHERE id = 4", 4, "unknown kind 0");
+	index_refused("UPDATE chunks SET codec = 9 WHERE id = 3", 3, "unknown codec 9");
+	index_refused("UPDATE chunks SET count = 0 WHERE id = 2", 2, "a count of 0 events");
+	index_refused("UPDATE chunks SET count = 2000000 WHERE id = 2", 2, "2000000 events");
+	index_refused("UPDATE chunks SET first_ts = last_ts + 1 WHERE id = 5", 5,
+	              "first_ts after last_ts");
+	index_refused("UPDATE chunks SET process = 77 WHERE id = 3", 3,
+	              "its process 77 is not in the processes table");
+	index_refused("UPDATE chunks SET device = 0 WHERE id = 6", 6,
+	              "its device 0 is not in the devices table");
+	index_refused("INSERT INTO chunks (process, device, kind, first_ts, last_ts, first_seq,"
+	              " count, codec, raw_bytes, layers, blob) SELECT process, device, kind,"
+	              " first_ts, last_ts, first_seq, count, codec, raw_bytes, layers, blob"
+	              " FROM chunks WHERE id = 2",
+	              7, "a copy of chunk 2");
+}
+
+/* Times a row claims beyond its events (a last_ts near 2^64, a first_ts
+ * of 0) are corrupt for the per-kind statistics too, which read the index
+ * only: they decode the chunks that hold each kind's first and last time. */
+static void test_index_times(void)
+{
+	static const char *const edits[] = {
+		"UPDATE chunks SET last_ts = -5 WHERE id = 3", /* 2^64 - 5 */
+		"UPDATE chunks SET first_ts = 0 WHERE id = 4",
+	};
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
+		struct mt_reader *r = mt_reader_new();
+		int rc;
+
+		copy_good();
+		sql(bad, edits[i]);
+		rc = mt_reader_open(r, bad);
+		REQUIRE(rc == 0);
+		rc = mt_reader_kind_stats(r, NULL, stats);
+		CHECKF(rc == -EBADMSG &&
+		               strstr(mt_reader_message(r), "is corrupt (timestamps differ"),
+		       "%s: rc %d, '%s'", edits[i], rc, mt_reader_message(r));
+		mt_reader_free(r);
+	}
+}
+
 /* Missing, empty and non-database files; the writer refuses a file that
  * is not a trace and leaves it alone. */
 static void test_not_a_trace(void)
@@ -263,6 +332,8 @@ int main(void)
 	TEST(test_other_database);
 	TEST(test_newer_version);
 	TEST(test_chunk_damage);
+	TEST(test_index_rows);
+	TEST(test_index_times);
 	TEST(test_random_damage);
 	remove_trace(good);
 	remove_trace(bad);

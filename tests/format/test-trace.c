@@ -216,6 +216,21 @@ static void chunk_rows(const char *path, char *out, size_t len, int64_t *first_i
 	sqlite3_close(db);
 }
 
+/* A writer on a new trace at `trace` with process 1 and device 1, which
+ * the sample events below name. */
+static struct mt_writer *new_trace(void)
+{
+	struct mt_writer *w = mt_writer_new();
+	struct mt_process p = { .pid = 1 };
+	struct mt_device d = { .uuid = "GPU-1" };
+	uint32_t id;
+
+	REQUIRE(mt_writer_open(w, trace, MT_WRITER_CREATE) == 0);
+	REQUIRE(mt_writer_add_process(w, &p, &id) == 0 && id == 1);
+	REQUIRE(mt_writer_add_device(w, &d, &id) == 0 && id == 1);
+	return w;
+}
+
 static void append_samples(struct mt_writer *w, uint64_t from, uint64_t to)
 {
 	for (uint64_t i = from; i < to; i++) {
@@ -257,8 +272,7 @@ static void test_open_chunk_grows(void)
 	char rows[64];
 	int64_t id, id_before;
 	remove_trace(trace);
-	struct mt_writer *w = mt_writer_new();
-	REQUIRE(mt_writer_open(w, trace, MT_WRITER_CREATE) == 0);
+	struct mt_writer *w = new_trace();
 	mt_writer_set_chunk_events(w, 40);
 	append_samples(w, 0, 4);
 	CHECK(mt_writer_flush(w) == 0);
@@ -303,8 +317,7 @@ static void test_open_chunk_grows(void)
 static void test_failed_flush(void)
 {
 	remove_trace(trace);
-	struct mt_writer *w = mt_writer_new();
-	REQUIRE(mt_writer_open(w, trace, MT_WRITER_CREATE) == 0);
+	struct mt_writer *w = new_trace();
 	for (uint64_t i = 0; i < 10; i++) {
 		struct mt_event ev = {
 			.kind = MT_EVENT_SAMPLE, .ts = i, .process = 1, .device = 1

@@ -4,7 +4,7 @@
  *      header claims, so inputs reach past the count check;
  *   1: the next two bytes are a count (little-endian) and the rest is the
  *      raw column data, which this target wraps into a well-formed blob
- *      (header, zstd frame with checksum; FORMAT.md) so that mutations
+ *      (header, zstd frame with checksum; docs/FORMAT.md) so that mutations
  *      reach the column decoder instead of failing the checksum.
  * Decoding must never crash or read out of bounds; whatever decodes must
  * encode and decode again to the same events. */

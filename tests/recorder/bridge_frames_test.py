@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The PyTorch bridge's Python call sites without PyTorch or a GPU: builds
-recorder/torch-bridge.cpp against this Python's headers and a stand-in for
+recorder/torch-bridge.cpp (with the call-site table, site-table.c) against this Python's headers and a stand-in for
 c10's hook header (tests/recorder/stub-c10), then checks that the site it
 names from inside nested Python calls is exactly those calls' file, line
 and function, innermost first; that a stack seen twice is interned once;
@@ -16,7 +16,9 @@ import sysconfig
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(HERE, "..", "..", "recorder", "torch-bridge.cpp")
+RECORDER = os.path.join(HERE, "..", "..", "recorder")
+# built as sitecustomize.py has PyTorch build them: the C table as C++ too
+SOURCES = [os.path.join(RECORDER, f) for f in ("torch-bridge.cpp", "site-table.c")]
 results = []
 
 
@@ -33,7 +35,7 @@ def build(out):
         return None
     so = os.path.join(out, "bridge.so")
     subprocess.run([cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-I", os.path.join(HERE, "stub-c10"),
-                    "-I", inc, SRC, "-o", so], check=True)
+                    "-I", inc] + SOURCES + ["-o", so], check=True)
     return so
 
 

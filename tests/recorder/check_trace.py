@@ -24,10 +24,13 @@ class Trace:
             if tag == "meta":
                 self.meta[f[1]] = " ".join(f[2:])
             elif tag == "process":
-                self.processes.append(dict(id=int(f[1]), parent=int(f[2]), pid=int(f[3])))
+                capture = " ".join(f[4:])
+                self.processes.append(dict(id=int(f[1]), parent=int(f[2]), pid=int(f[3]),
+                                           capture="" if capture == "-" else capture))
             elif tag == "device":
                 self.devices.append(dict(id=int(f[1]), ordinal=int(f[2]), total=int(f[3]),
-                                         uuid=f[4], name=" ".join(f[5:])))
+                                         uuid=f[4], pci="" if f[5] == "-" else f[5],
+                                         name=" ".join(f[6:])))
             elif tag == "stats":
                 self.stats[f[1]] = dict(events=int(f[2]), chunks=int(f[3]), blob=int(f[4]))
             elif tag == "peak":

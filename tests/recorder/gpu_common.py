@@ -8,6 +8,7 @@ built CUDA samples), MT_SOURCE_ROOT.
 import ctypes
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,14 @@ def have_gpu():
 
 def have_torch():
     return importlib.util.find_spec("torch") is not None
+
+
+def torchrun_cmd():
+    """torchrun beside this Python, on PATH, or as a module."""
+    for cand in (os.path.join(os.path.dirname(sys.executable), "torchrun"), shutil.which("torchrun")):
+        if cand and os.access(cand, os.X_OK):
+            return [cand]
+    return [sys.executable, "-m", "torch.distributed.run"]
 
 
 def record(out, prog, *args, opts=(), env=None, timeout=300, cwd=None):

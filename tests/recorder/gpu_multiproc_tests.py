@@ -16,14 +16,13 @@ Prints one "ok"/"not ok" line per check (TAP) and exits 1 on any failure.
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_trace import Trace  # noqa: E402
 from gpu_common import (DUMP, HERE, SRC, MiB, check, gpu_count, have_torch, main_of,  # noqa: E402
-                        record, sample, sizes, skip, tail, warnings)
+                        record, sample, sizes, skip, tail, torchrun_cmd, warnings)
 
 SYNC_SIZES = [MiB, 3 * MiB + 17, 256, 64 * MiB]  # samples/cuda/sync.cu, per round
 TORCH_TIMEOUT = 300  # the first PyTorch run may build the bridge (cached afterwards)
@@ -211,14 +210,6 @@ def test_torch_mp(tmp):
 
 
 # ---- DDP ------------------------------------------------------------------
-
-def torchrun_cmd():
-    """torchrun beside this Python, on PATH, or as a module."""
-    for cand in (os.path.join(os.path.dirname(sys.executable), "torchrun"), shutil.which("torchrun")):
-        if cand and os.access(cand, os.X_OK):
-            return [cand]
-    return [sys.executable, "-m", "torch.distributed.run"]
-
 
 def ddp_record(tmp, out, tag):
     figdir = os.path.join(tmp, "ddp-figures-" + tag)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cli suite for `memtrace record` without a GPU: argument errors, the
 environment the launcher gives the program, exit statuses (code and
-128+signal), FILE.old, a missing program, CUPTI not found, and that the
+128+signal), keeping FILE.N, a missing program, CUPTI not found, and that the
 Python startup hook leaves an ordinary Python program alone.
 
 Environment: MEMTRACE (the binary). Prints TAP; exits 1 on any failure.
@@ -79,12 +79,21 @@ def main():
         check("killed by SIGTERM: status 143", p.returncode == 143, p.returncode)
 
         with open(out, "w") as f:
-            f.write("earlier trace")
+            f.write("not a trace")
         p = run("-o", out, "--", "/bin/true")
-        with open(out + ".old") as f:
-            kept = f.read()
-        check("an existing output is kept as FILE.old", kept == "earlier trace"
-              and not os.path.exists(out), kept)
+        with open(out) as f:
+            left = f.read()
+        check("a file there that is not a trace: refused, one line, left alone",
+              one_error_line(p, 1, "not replacing it") and left == "not a trace",
+              (p.returncode, p.stderr, left))
+        os.unlink(out)
+        for seed in ("1", "2"):
+            subprocess.run([MEMTRACE, "synth", "-n", "100", "-s", seed, "-o", out],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        p = run("-o", out, "--", "/bin/true")
+        check("earlier traces are kept as FILE.1 and FILE.2",
+              os.path.exists(out + ".1") and os.path.exists(out + ".2"),
+              (p.returncode, p.stderr, os.listdir(tmp)))
 
         p = run("-o", out, "--", os.path.join(tmp, "no-such-program"))
         check("missing program: status 127, one line", one_error_line(p, 127, "no-such-program"),

@@ -17,8 +17,8 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "check.h"
 #include "inject-private.h"
+#include "tap.h"
 
 #define PRODUCERS 4
 #define PER_PRODUCER 20000
@@ -27,7 +27,7 @@
 /* What the consumers saw; touched only with lock held (the ring's consumer
  * lock). */
 struct seen {
-	struct mt_ring *ring;
+	struct rec_ring *ring;
 	pthread_mutex_t lock;
 	uint64_t next[PRODUCERS]; /* next number expected from each producer */
 	uint64_t received;
@@ -46,9 +46,9 @@ struct drainer {
 	bool producer;
 };
 
-static struct mt_ring_record make_record(uint64_t producer, uint64_t number)
+static struct rec_ring_record make_record(uint64_t producer, uint64_t number)
 {
-	struct mt_ring_record rec = { 0 };
+	struct rec_ring_record rec = { 0 };
 
 	rec.address = producer;
 	rec.bytes = number;
@@ -61,15 +61,15 @@ static struct mt_ring_record make_record(uint64_t producer, uint64_t number)
 	return rec;
 }
 
-static bool whole(const struct mt_ring_record *rec)
+static bool whole(const struct rec_ring_record *rec)
 {
-	struct mt_ring_record want = make_record(rec->address, rec->bytes);
+	struct rec_ring_record want = make_record(rec->address, rec->bytes);
 
 	return rec->ts == want.ts && rec->stream == want.stream && rec->site == want.site &&
 	       rec->action == want.action;
 }
 
-static void take(const struct mt_ring_record *rec, void *arg)
+static void take(const struct rec_ring_record *rec, void *arg)
 {
 	struct drainer *d = arg;
 	struct seen *s = d->seen;
@@ -100,16 +100,16 @@ static void *produce(void *arg)
 	struct drainer self = { p->seen, true };
 
 	for (uint64_t i = 0; i < p->count; i++) {
-		struct mt_ring_record rec;
+		struct rec_ring_record rec;
 
 		if (p->serialized) {
 			pthread_mutex_lock(&p->seen->outer);
 			rec = make_record(0, p->seen->counter++);
-			mt_ring_push_wait(p->seen->ring, &rec, &p->seen->lock, take, &self);
+			rec_ring_push_wait(p->seen->ring, &rec, &p->seen->lock, take, &self);
 			pthread_mutex_unlock(&p->seen->outer);
 		} else {
 			rec = make_record(p->id, i);
-			mt_ring_push_wait(p->seen->ring, &rec, &p->seen->lock, take, &self);
+			rec_ring_push_wait(p->seen->ring, &rec, &p->seen->lock, take, &self);
 		}
 	}
 	atomic_fetch_sub(&p->seen->producing, 1);
@@ -129,7 +129,7 @@ static void *consume(void *arg)
 
 		last = atomic_load(&s->producing) == 0;
 		pthread_mutex_lock(&s->lock);
-		n = mt_ring_drain(s->ring, take, &consumer);
+		n = rec_ring_drain(s->ring, take, &consumer);
 		pthread_mutex_unlock(&s->lock);
 		if (!n)
 			sched_yield();
@@ -143,10 +143,8 @@ static void run(struct seen *s, unsigned n, uint64_t count, bool serialized)
 	pthread_t producers[PRODUCERS], consumer;
 	struct producer p[PRODUCERS];
 
-	s->ring = mt_ring_new(CAPACITY);
-	CHECK(s->ring != NULL);
-	if (!s->ring)
-		exit(1);
+	s->ring = rec_ring_new(CAPACITY);
+	REQUIRE(s->ring != NULL);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->outer, NULL);
 	atomic_store(&s->producing, (int)n);
@@ -158,7 +156,7 @@ static void run(struct seen *s, unsigned n, uint64_t count, bool serialized)
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(producers[i], NULL);
 	pthread_join(consumer, NULL);
-	mt_ring_free(s->ring);
+	rec_ring_free(s->ring);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->outer);
 }
@@ -209,68 +207,78 @@ static void test_one_thread(void)
 	uint64_t order[16];
 	struct seen s = { .order = order };
 	struct drainer d = { &s, false };
-	struct mt_ring_record rec;
-	struct mt_ring *r = mt_ring_new(4);
+	struct rec_ring_record rec;
+	struct rec_ring *r = rec_ring_new(4);
 
 	CHECK(r != NULL);
 	if (!r)
 		return;
 	s.ring = r;
 	pthread_mutex_init(&s.lock, NULL);
-	CHECK(mt_ring_drain(r, take, &d) == 0);
+	CHECK(rec_ring_drain(r, take, &d) == 0);
 	for (uint64_t i = 0; i < 4; i++) {
 		rec = make_record(0, i);
-		CHECK(mt_ring_push(r, &rec) == 0);
+		CHECK(rec_ring_push(r, &rec) == 0);
 	}
 	rec = make_record(0, 4);
-	CHECK(mt_ring_push(r, &rec) == -EAGAIN);
-	CHECK(mt_ring_drain(r, take, &d) == 4);
-	CHECK(mt_ring_drain(r, take, &d) == 0);
+	CHECK(rec_ring_push(r, &rec) == -EAGAIN);
+	CHECK(rec_ring_drain(r, take, &d) == 4);
+	CHECK(rec_ring_drain(r, take, &d) == 0);
 	CHECK(s.received == 4);
 	/* the second lap reuses the slots */
 	for (uint64_t i = 4; i < 7; i++) {
 		rec = make_record(0, i);
-		CHECK(mt_ring_push(r, &rec) == 0);
+		CHECK(rec_ring_push(r, &rec) == 0);
 	}
-	CHECK(mt_ring_drain(r, take, &d) == 3);
+	CHECK(rec_ring_drain(r, take, &d) == 3);
 	/* no consumer: the producer drains the ring itself when it is full
 	 * (7..10 fill it, 11 drains 7..10, 12..14 fit beside 11) */
 	d.producer = true;
 	for (uint64_t i = 7; i < 15; i++) {
 		rec = make_record(0, i);
-		mt_ring_push_wait(r, &rec, &s.lock, take, &d);
+		rec_ring_push_wait(r, &rec, &s.lock, take, &d);
 	}
 	CHECK(s.received == 11);
 	CHECK(s.by_producers == 4);
 	d.producer = false;
-	CHECK(mt_ring_drain(r, take, &d) == 4);
+	CHECK(rec_ring_drain(r, take, &d) == 4);
 	CHECK(s.received == 15);
 	CHECK(s.out_of_order == 0);
 	CHECK(s.torn == 0);
 	for (uint64_t i = 0; i < 15; i++)
 		CHECK(order[i] == i);
-	mt_ring_free(r);
+	rec_ring_free(r);
 	pthread_mutex_destroy(&s.lock);
 }
 
 static void test_capacity(void)
 {
-	struct mt_ring *r = mt_ring_new(2);
+	struct rec_ring *r = rec_ring_new(2);
 
-	CHECK(mt_ring_new(0) == NULL);
-	CHECK(mt_ring_new(1) == NULL);
-	CHECK(mt_ring_new(6) == NULL);
+	CHECK(rec_ring_new(0) == NULL);
+	CHECK(rec_ring_new(1) == NULL);
+	CHECK(rec_ring_new(6) == NULL);
 	CHECK(r != NULL);
-	mt_ring_free(r);
-	mt_ring_free(NULL);
+	rec_ring_free(r);
+	rec_ring_free(NULL);
+}
+
+static void test_serialized_one(void)
+{
+	test_serialized(1);
+}
+
+static void test_serialized_three(void)
+{
+	test_serialized(3);
 }
 
 int main(void)
 {
-	test_capacity();
-	test_one_thread();
-	test_producers();
-	test_serialized(1);
-	test_serialized(3);
-	return failures ? 1 : 0;
+	TEST(test_capacity);
+	TEST(test_one_thread);
+	TEST(test_producers);
+	TEST(test_serialized_one);
+	TEST(test_serialized_three);
+	return check_done();
 }

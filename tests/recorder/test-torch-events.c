@@ -9,7 +9,9 @@
  * their reuse delay, pool totals, OOM), stream ids per device and thread, a
  * full ring drained by its producer, the frees still pending at close, and
  * a child forked while another thread was inside a drain: it must neither
- * hang on the torch lock nor write the parent's events.
+ * hang on the torch lock nor write the parent's events; and the readings of
+ * device memory asked for after an OOM and after a segment that raises the
+ * reserved peak.
  */
 #include "config.h"
 
@@ -20,9 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "inject-private.h"
 #include "memtrace-recorder.h"
+#include "tap.h"
 
 enum {
 	ALLOC = 0,
@@ -33,51 +35,47 @@ enum {
 	OOM = 7,
 };
 
-#define STACKS_SITE 99 /* what the mt_stacks_site stub answers */
+#define STACKS_SITE 99 /* what the rec_stacks_site stub answers */
 
 void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
                           uint32_t site);
 
 /* ---- the stubs ---- */
 
-struct mt_inject mt_inject_state;
+struct rec_state rec_state;
 
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mt_event *sunk; /* what mt_sink_push was given, in order */
+static struct mt_event *sunk; /* what rec_sink_push was given, in order */
 static size_t sunk_len, sunk_cap;
 static atomic_uint_fast64_t now_ns;
 static atomic_int stream_lookups;
 static __thread int current_device; /* the "current context" of a thread */
-static atomic_int block_push;       /* 1: the next mt_sink_push waits for 0 again */
+static atomic_int block_push;       /* 1: the next rec_sink_push waits for 0 again */
 static atomic_int blocked;          /* a push is waiting */
 
-void mt_inject_warn(const char *fmt, ...)
+void rec_warn(const char *fmt, ...)
 {
-	atomic_store(&mt_inject_state.enabled, false);
+	atomic_store(&rec_state.enabled, false);
 }
 
-uint64_t mt_inject_now(void)
+uint64_t rec_now(void)
 {
 	return atomic_fetch_add(&now_ns, 10) + 10;
 }
 
-uint32_t mt_stacks_site(void)
+uint32_t rec_stacks_site(void)
 {
 	return STACKS_SITE;
 }
 
 /* 1000 + the handle, or for the default stream 2000 + the current device */
-uint32_t mt_device_stream_id(uint64_t stream)
+uint32_t rec_device_stream_id(uint64_t stream)
 {
 	atomic_fetch_add(&stream_lookups, 1);
 	return stream ? (uint32_t)(1000 + stream) : (uint32_t)(2000 + current_device);
 }
 
-void mt_sink_set_meta(const char *key, const char *value)
-{
-}
-
-void mt_sink_push(const struct mt_event *ev)
+void rec_sink_push(const struct mt_event *ev)
 {
 	int one = 1;
 
@@ -95,6 +93,32 @@ void mt_sink_push(const struct mt_event *ev)
 	}
 	sunk[sunk_len++] = *ev;
 	pthread_mutex_unlock(&sink_lock);
+}
+
+/* The readings asked for: 'p' peak or 'f' failure, device, and the clock
+ * then (the ts of the event just queued). */
+static struct {
+	char what;
+	unsigned device;
+	uint64_t at;
+} readings[16];
+static int n_readings;
+
+static void asked(char what, unsigned device)
+{
+	if (n_readings < 16)
+		readings[n_readings++] =
+		        (typeof(readings[0])){ what, device, atomic_load(&now_ns) };
+}
+
+void rec_sample_peak(unsigned ordinal)
+{
+	asked('p', ordinal);
+}
+
+void rec_sample_failure(unsigned ordinal)
+{
+	asked('f', ordinal);
 }
 
 static size_t sunk_count(void)
@@ -143,7 +167,7 @@ static void test_sequence(void)
 	memtrace_torch_event(OOM, 0, 12345, 1 * GiB, 7, 0);              /* 80 */
 	/* the calling thread only queued them */
 	CHECK(sunk_count() == base);
-	mt_torch_drain();
+	rec_torch_drain();
 	CHECK(sunk_count() == base + 7);
 	if (sunk_count() != base + 7)
 		return;
@@ -170,7 +194,7 @@ static void test_sequence(void)
 	memtrace_torch_event(FREE_COMPLETED, 0, 0x100200, 0, 7, 0);
 	memtrace_torch_event(FREE_REQUESTED, 0, 0x100600, 256, 0, 0);
 	memtrace_torch_event(FREE_COMPLETED, 0, 0x100600, 0, 0, 0);
-	mt_torch_drain();
+	rec_torch_drain();
 }
 
 static void *alloc_on_stream_7(void *arg)
@@ -197,7 +221,7 @@ static void test_streams(void)
 	memtrace_torch_event(ALLOC, 0, 0x400100, 64, 0, 1);
 	memtrace_torch_event(ALLOC, 1, 0x400200, 64, 0, 1);
 	memtrace_torch_event(ALLOC, 0, 0x400300, 64, 7, 1);
-	mt_torch_drain();
+	rec_torch_drain();
 	/* (0, 7) and (0, 0) were known from test_sequence; (1, 0) is new */
 	CHECK(atomic_load(&stream_lookups) == before + 1);
 	CHECK(sunk_count() == base + 105);
@@ -225,7 +249,7 @@ static void test_full_ring(void)
 	mid = sunk_count() - base;
 	CHECK(mid > 0 && mid < n);
 	memtrace_torch_event(SEGMENT_ALLOC, 2, 0, 2 * MiB, 7, 0);
-	mt_torch_drain();
+	rec_torch_drain();
 	CHECK(sunk_count() == base + n + 1);
 	if (sunk_count() != base + n + 1)
 		return;
@@ -246,7 +270,7 @@ static void test_close(void)
 	atomic_store(&now_ns, 1000);
 	memtrace_torch_event(FREE_REQUESTED, 3, 0xabc000, 4096, 7, 0); /* ts 1010 */
 	memtrace_torch_event(ALLOC, 3, 0xdef000, 128, 7, 1);           /* 1020 */
-	mt_torch_close();
+	rec_torch_close();
 	CHECK(sunk_count() == base + 2);
 	if (sunk_count() != base + 2)
 		return;
@@ -257,7 +281,7 @@ static void test_close(void)
 
 static void *drain_thread(void *arg)
 {
-	mt_torch_drain();
+	rec_torch_drain();
 	return NULL;
 }
 
@@ -281,12 +305,12 @@ static void test_fork(void)
 	if (child == 0) {
 		size_t child_base = sunk_count();
 		alarm(20); /* a hang on the torch lock fails the case */
-		mt_torch_after_fork_child();
+		rec_torch_after_fork_child();
 		memtrace_torch_event(ALLOC, 4, 0xc1, 8, 7, 1);
-		mt_torch_drain();
+		rec_torch_drain();
 		CHECK(sunk_count() == child_base + 1);
 		CHECK(sunk_len > 0 && sunk[sunk_len - 1].alloc.address == 0xc1);
-		_exit(failures ? 1 : 0);
+		_exit(check_failed() ? 1 : 0);
 	}
 	CHECK(child > 0);
 	atomic_store(&block_push, 0);
@@ -294,34 +318,69 @@ static void test_fork(void)
 	if (child > 0)
 		CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
 		      WEXITSTATUS(status) == 0);
-	mt_torch_drain();
+	rec_torch_drain();
 	CHECK(sunk_count() == base + 3);
 	for (size_t i = 0; i < 3 && base + i < sunk_count(); i++)
 		CHECK(sunk[base + i].alloc.address == 0xa1 + i);
+}
+
+/* A reading after each segment that raises the reserved peak (not after
+ * one below it) and after each OOM, once the event is queued. */
+static void test_readings(void)
+{
+	static const struct {
+		int action;
+		uint64_t bytes;
+	} seq[] = {
+		{ SEGMENT_ALLOC, 4 * MiB }, /* 4: peak */
+		{ SEGMENT_ALLOC, 2 * MiB }, /* 6: peak */
+		{ SEGMENT_FREE, 4 * MiB },  /* 2 */
+		{ SEGMENT_ALLOC, 3 * MiB }, /* 5: below */
+		{ SEGMENT_ALLOC, 2 * MiB }, /* 7: peak */
+		{ OOM, 1 * GiB },
+	};
+	static const char want[] = "pppf";
+	uint64_t ts[6];
+
+	n_readings = 0;
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		memtrace_torch_event(seq[i].action, 5, 0x900000, seq[i].bytes, 7, 0);
+		ts[i] = atomic_load(&now_ns);
+	}
+	rec_torch_drain();
+	CHECKF(n_readings == 4, "%d readings", n_readings);
+	for (int i = 0; i < n_readings && i < 4; i++)
+		CHECKF(readings[i].what == want[i] && readings[i].device == 5, "reading %d: %c %u",
+		       i, readings[i].what, readings[i].device);
+	if (n_readings == 4)
+		CHECK(readings[0].at == ts[0] && readings[1].at == ts[1] &&
+		      readings[2].at == ts[4] && readings[3].at == ts[5]);
 }
 
 static void test_disabled(void)
 {
 	size_t base = sunk_count();
 
-	atomic_store(&mt_inject_state.enabled, false);
+	atomic_store(&rec_state.enabled, false);
 	memtrace_torch_event(ALLOC, 0, 0x500000, 64, 7, 1);
-	atomic_store(&mt_inject_state.enabled, true);
+	atomic_store(&rec_state.enabled, true);
 	memtrace_torch_event(ALLOC, -1, 0x500000, 64, 7, 1);
-	memtrace_torch_event(ALLOC, MT_INJECT_MAX_DEVICES, 0x500000, 64, 7, 1);
-	mt_torch_drain();
+	memtrace_torch_event(ALLOC, REC_MAX_DEVICES, 0x500000, 64, 7, 1);
+	rec_torch_drain();
 	CHECK(sunk_count() == base);
 }
 
 int main(void)
 {
-	atomic_store(&mt_inject_state.enabled, true);
-	test_sequence();
-	test_streams();
-	test_full_ring();
-	test_close();
-	test_fork();
-	test_disabled();
+	atomic_store(&rec_state.enabled, true);
+	/* in this order: each case starts where the one before left off */
+	TEST(test_sequence);
+	TEST(test_streams);
+	TEST(test_full_ring);
+	TEST(test_close);
+	TEST(test_fork);
+	TEST(test_readings);
+	TEST(test_disabled);
 	free(sunk);
-	return failures ? 1 : 0;
+	return check_done();
 }

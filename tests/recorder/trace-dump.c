@@ -118,12 +118,14 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < mt_reader_process_count(r); i++) {
 		const struct mt_process *p = mt_reader_process(r, i);
-		printf("process %u %u %lld\n", p->id, p->parent, (long long)p->pid);
+		printf("process %u %u %lld %s\n", p->id, p->parent, (long long)p->pid,
+		       p->capture && *p->capture ? p->capture : "-");
 	}
 	for (size_t i = 0; i < mt_reader_device_count(r); i++) {
 		const struct mt_device *d = mt_reader_device(r, i);
-		printf("device %u %u %llu %s %s\n", d->id, d->ordinal,
-		       (unsigned long long)d->total_bytes, d->uuid, d->name);
+		printf("device %u %u %llu %s %s %s\n", d->id, d->ordinal,
+		       (unsigned long long)d->total_bytes, d->uuid,
+		       d->pci_bus_id && *d->pci_bus_id ? d->pci_bus_id : "-", d->name);
 	}
 	if (mt_reader_kind_stats(r, &q, stats) == 0)
 		for (unsigned k = 1; k <= MT_EVENT_KIND_MAX; k++)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tap.h"
 #include "viewer-private.h"
 #include "viewer-test.h"
 
@@ -39,7 +40,7 @@ static void band_areas(void)
 	int x, y, k;
 
 	CHECK(vt_write_trace(trace, VT_BANDS) == 0);
-	CHECK(vt_render(trace, png, MT_VIEW_TIMELINE, NULL, -1, 1200, 900) == 0);
+	CHECK(vt_render(trace, png, "timeline", NULL, -1, 1200, 900) == 0);
 	img = cairo_image_surface_create_from_png(png);
 	CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
 	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
@@ -59,10 +60,8 @@ static void band_areas(void)
 	for (k = 0; k < 4; k++) {
 		double got = sum ? count[k] / sum : 0, want = bs[k] / bsum;
 
-		if (fabs(got - want) > 0.05 * want)
-			fprintf(stderr, "band %d: %.4f of the band area, byte-seconds say %.4f\n",
-			        k, got, want);
-		CHECK(fabs(got - want) <= 0.05 * want);
+		CHECKF(fabs(got - want) <= 0.05 * want,
+		       "band %d: %.4f of the band area, byte-seconds say %.4f", k, got, want);
 	}
 }
 
@@ -127,32 +126,89 @@ static int read_panels(cairo_surface_t *img, struct panel *out, int most)
 	return n;
 }
 
+/* The segment map of a fresh VT_FULL trace in db with policies at at_ms
+ * (< 0: the default moment), read back: the number of panels. */
+static int segment_panels(const char *db, const char *policies, double at_ms, struct panel *p,
+                          int most)
+{
+	const char *png = vt_path(1, "segments.png");
+	cairo_surface_t *img;
+	int n = 0;
+
+	REQUIRE(vt_write_trace(db, VT_FULL) == 0);
+	CHECK(vt_render(db, png, "segments", policies, at_ms, 1200, 700) == 0);
+	img = cairo_image_surface_create_from_png(png);
+	CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
+		n = read_panels(img, p, most);
+	cairo_surface_destroy(img);
+	return n;
+}
+
 /* VT_FULL at 3.5 ms: segments S1 64, S2 32, S3 20 MiB holding R1 16, R2 8,
  * R3 12 (S1), R4 20, R5 4 (S2), R6 10 (S3): 70 of 116 MiB live. The native
  * policy holds one segment per live request, all of it used. */
 static void segment_map(void)
 {
-	const char *trace = vt_path(0, "full.db"), *png = vt_path(1, "segments.png");
 	struct panel p[4];
-	cairo_surface_t *img;
-	int n = 0;
+	int n = segment_panels(vt_path(0, "full.db"), "native", 3.5, p, 4);
 
-	CHECK(vt_write_trace(trace, VT_FULL) == 0);
-	CHECK(vt_render(trace, png, MT_VIEW_SEGMENTS, "native", 3.5, 1200, 700) == 0);
-	img = cairo_image_surface_create_from_png(png);
-	CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
-	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
-		n = read_panels(img, p, 4);
-	cairo_surface_destroy(img);
 	CHECK(n == 2);
 	if (n != 2)
 		return;
-	fprintf(stderr, "recorded: %d rows, free %.4f; native: %d rows, free %.4f\n", p[0].rows,
-	        p[0].free_fraction, p[1].rows, p[1].free_fraction);
+	printf("# recorded: %d rows, free %.4f; native: %d rows, free %.4f\n", p[0].rows,
+	       p[0].free_fraction, p[1].rows, p[1].free_fraction);
 	CHECK(p[0].rows == 3);
 	CHECK(fabs(p[0].free_fraction - 46.0 / 116.0) < 0.02);
 	CHECK(p[1].rows == 6);
 	CHECK(p[1].free_fraction >= 0 && p[1].free_fraction < 0.02);
+}
+
+/* With no moment asked, the map is drawn at the peak of live bytes (3 ms:
+ * R1..R6 live, 70 of 116 MiB), not at the peak reserved (2 ms: 46 live). */
+static void segment_map_at_live_peak(void)
+{
+	struct panel p[2];
+	int n = segment_panels(vt_path(0, "full-peak.db"), NULL, -1, p, 2);
+
+	CHECK(n == 1);
+	CHECKF(n == 1 && fabs(p[0].free_fraction - 46.0 / 116.0) < 0.02, "free %.4f",
+	       n ? p[0].free_fraction : -1);
+}
+
+/* Pixels of colour c in a PNG. */
+static long count_colour(const char *png, struct vw_rgb c)
+{
+	cairo_surface_t *img = cairo_image_surface_create_from_png(png);
+	uint32_t want = vw_rgb_pixel(c) & 0xffffff;
+	long n = 0;
+	int x, y;
+
+	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
+		for (y = 0; y < cairo_image_surface_get_height(img); y++)
+			for (x = 0; x < cairo_image_surface_get_width(img); x++)
+				n += vt_pixel(img, x, y) == want;
+	cairo_surface_destroy(img);
+	return n;
+}
+
+/* A policy keeps its colour whatever else a picture shows and wherever it
+ * stands in the list; parameters do not change it. */
+static void policy_colours(void)
+{
+	const char *trace = vt_path(0, "full-colours.db"), *one = vt_path(1, "one.png"),
+	           *two = vt_path(2, "two.png");
+	struct vw_rgb caching = vw_policy_color("caching"), bestfit = vw_policy_color("bestfit");
+
+	CHECK(vw_rgb_pixel(caching) != vw_rgb_pixel(bestfit));
+	CHECK(vw_rgb_pixel(caching) == vw_rgb_pixel(vw_policy_color("caching:roundup=4")));
+	REQUIRE(vt_write_trace(trace, VT_FULL) == 0);
+	CHECK(vt_render(trace, one, "policies", "caching", -1, 800, 450) == 0);
+	CHECK(vt_render(trace, two, "policies", "bestfit,caching", -1, 800, 450) == 0);
+	CHECK(count_colour(one, caching) > 500);
+	CHECK(count_colour(one, bestfit) == 0);
+	CHECK(count_colour(two, caching) > 500);
+	CHECK(count_colour(two, bestfit) > 500);
 }
 
 static void specs(void)
@@ -217,11 +273,13 @@ static void columns(void)
 
 int main(void)
 {
-	columns();
-	band_areas();
-	segment_map();
-	specs();
-	ticks();
+	TEST(columns);
+	TEST(band_areas);
+	TEST(segment_map);
+	TEST(segment_map_at_live_peak);
+	TEST(policy_colours);
+	TEST(specs);
+	TEST(ticks);
 	vt_cleanup();
-	return vt_failures ? 1 : 0;
+	return check_done();
 }

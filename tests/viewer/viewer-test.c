@@ -27,8 +27,6 @@
 #include "memtrace-format.h"
 #include "viewer-test.h"
 
-int vt_failures;
-
 struct ev {
 	double ms;
 	int alloc; /* 1 alloc, 0 free */
@@ -201,6 +199,7 @@ int vt_write_trace(const char *path, enum vt_trace which)
 
 	if (!w)
 		return -ENOMEM;
+	unlink(path); /* a fresh trace, not events appended to an old one */
 	rc = mt_writer_open(w, path, MT_WRITER_CREATE);
 	rc = rc ? rc : mt_writer_set_meta(w, "capture", "requests");
 	rc = rc ? rc : mt_writer_add_process(w, &proc, &pid);
@@ -263,7 +262,7 @@ void vt_cleanup(void)
 		fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
-int vt_render(const char *trace, const char *out, enum mt_view view, const char *policies,
+int vt_render(const char *trace, const char *out, const char *view, const char *policies,
               double at_ms, unsigned width, unsigned height)
 {
 	struct mt_render_options o = { .view = view,

@@ -1,6 +1,7 @@
 /* viewer-test.h — what the viewer tests share: a small trace written with
  * the writer API whose contents (and so the right pictures) are known, a
- * render call, and reading pictures back pixel by pixel. */
+ * render call, and reading pictures back pixel by pixel. The tests check
+ * with tests/tap.h; these helpers return errors and print why on stderr. */
 #ifndef MEMTRACE_TESTS_VIEWER_TEST_H
 #define MEMTRACE_TESTS_VIEWER_TEST_H
 
@@ -10,16 +11,6 @@
 #include <cairo.h>
 
 #include "memtrace-viewer.h"
-
-extern int vt_failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			vt_failures++;                                                             \
-		}                                                                                  \
-	} while (0)
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
@@ -46,7 +37,7 @@ void vt_cleanup(void);
 
 /* Renders trace into out. policies and at_ms (< 0: peak) as for the CLI.
  * Returns mt_render's value; prints its message on failure. */
-int vt_render(const char *trace, const char *out, enum mt_view view, const char *policies,
+int vt_render(const char *trace, const char *out, const char *view, const char *policies,
               double at_ms, unsigned width, unsigned height);
 
 /* An opaque pixel 0xRRGGBB of a PNG read back. */

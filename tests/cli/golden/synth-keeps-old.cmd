@@ -1,6 +1,9 @@
-# an existing trace is never overwritten: it becomes TRACE.old
+# an existing trace is never overwritten: it becomes TRACE.1, the next one
+# TRACE.2, and the three runs' traces all stay readable
 "$MEMTRACE" synth --pattern small --events 200 --seed 1 -o t.db >/dev/null
 "$MEMTRACE" synth --pattern random --events 300 --seed 1 -o t.db >/dev/null
+"$MEMTRACE" synth --pattern train --events 400 --seed 1 -o t.db >/dev/null
 ls | grep -v -e -wal -e -shm
-"$MEMTRACE" info --json t.db.old | python3 -c 'import json,sys; o=json.load(sys.stdin); print("t.db.old:", o["command_line"])'
-"$MEMTRACE" info --json t.db | python3 -c 'import json,sys; o=json.load(sys.stdin); print("t.db:", o["command_line"])'
+for t in t.db.1 t.db.2 t.db; do
+    "$MEMTRACE" info --json $t | python3 -c 'import json,sys; o=json.load(sys.stdin); print(sys.argv[1] + ":", o["command_line"])' $t
+done

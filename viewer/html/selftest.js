@@ -1,0 +1,92 @@
+// selftest.js — what tests and benchmarks ask of the page (the URL's
+// "selftest" flag runs MT.selftest once the page is interactive):
+//  - MT.selftest: at the moment in the URL, the bytes live, the anatomy,
+//    the 20 largest allocations live (as `memtrace report --at` lists them)
+//    with where each is drawn, and the page's own checks (its columns hold
+//    every byte live; hovering each allocation finds it);
+//  - MT.hovered: the allocation under the mouse, as the tooltip shows it;
+//  - MT.bench: the page's own timings of loading and of pan and zoom frames.
+
+MT.selftest = function (page) {
+  const d = page.data, F = page.frame, P = page.plot, t = page.moment;
+  const r = page.canvas.getBoundingClientRect();
+  const live = [];
+  d.touching(t, t + 1, 0, Infinity, (i) => { if (d.start[i] <= t) live.push(i); });
+  live.sort((p, q) => d.bytes[q] - d.bytes[p] || p - q);
+  const x = F.firstColumnAtOrAfter(t), checks = [];
+  const check = (name, ok, detail) => checks.push({ name: name, ok: !!ok, detail: detail });
+  const liveBytes = live.reduce((s, i) => s + d.bytes[i], 0);
+  check("live bytes by query equal liveAt", liveBytes === d.liveAt(t), liveBytes + " vs " + d.liveAt(t));
+  const exact = x < F.W && F.moment[x] === t;
+  check("a column shows the moment", exact, "column " + x + " moment " + F.moment[x]);
+  if (exact) check("the column holds every byte live", F.total[x] === liveBytes && F.stacked[x] === liveBytes,
+    F.total[x] + " / " + F.stacked[x] + " vs " + liveBytes);
+  const top = live.slice(0, 20).map((i) => {
+    const det = MT.details(d, i), below = exact ? F.below(x, i) : -1;
+    det.age_ns = det.start_ns === null ? null : t - det.start_ns;
+    const h = d.bytes[i] * page.scale;
+    if (below >= 0 && h >= 2) {
+      const py = P.y + P.h - (below + d.bytes[i] / 2) * page.scale;
+      det.hover = { x: r.left + (P.x + x + 0.5) / page.dpr, y: r.top + py / page.dpr };
+      const hit = F.hit(x, below + d.bytes[i] / 2);
+      check("hit test finds allocation #" + i, hit && hit.kind === "alloc" && hit.i === i, JSON.stringify(hit));
+    }
+    return det;
+  });
+  const a = page.anatomyShown, parts = {};
+  MT.PART_KEYS.forEach((k, n) => { parts[k] = a.parts[n]; });
+  const out = {
+    moment_ns: t, live_bytes: liveBytes, live_count: live.length,
+    anatomy: a.available ? { at_ns: a.at, measured_at_ns: a.measured_at, reading_at_ns: a.sample_at,
+      reading_bytes: a.sampled, parts: parts } : null,
+    top: top, checks: checks, ok: checks.every((c) => c.ok),
+    level: F.level, timings: MT.timings(page),
+  };
+  const pre = document.getElementById("mt-result");
+  pre.textContent = JSON.stringify(out);
+  window.mtResult = out;
+  return out;
+};
+
+MT.hovered = function (page) {
+  const h = page.hovered;
+  if (!h) return null;
+  if (h.kind === "group") return { group: true, site: page.data.siteFrame(h.site), count: h.count, bytes: h.bytes };
+  const det = MT.details(page.data, h.i);
+  det.tooltip = page.tip.hidden ? "" : page.tip.textContent;
+  return det;
+};
+
+MT.timings = function (page) {
+  const t = page.timings;
+  return { script_start_ms: t.start, inflated_ms: t.inflated, decoded_ms: t.decoded, interactive_ms: t.interactive,
+    details_ms: t.details };
+};
+
+// Pan and zoom frames as a person would make them: from the whole trace
+// zoom in by 1.25 steps towards the peak down to a few microseconds, pan
+// across at that depth and at two wider ones, then zoom back out. Each
+// frame is one draw (frame computation, pixels, lines, panels).
+MT.bench = function (page) {
+  const span = page.data.span, peak = page.data.meta.peak_at, frames = [];
+  const timed = (what) => {
+    const t0 = performance.now();
+    page.draw();
+    frames.push({ what: what, ms: performance.now() - t0, level: page.frame.level, drawn: page.frame.ind.length,
+      span: page.b - page.a });
+  };
+  page.setWindow(0, span);
+  page.moment = peak;
+  page.fixed = true;
+  timed("whole");
+  for (let w = span; w > 2000; w /= 1.25) { page.setWindow(peak - w / 2, peak + w / 2); timed("zoom in"); }
+  for (const w of [span / 8, span / 512, 4000]) {
+    page.setWindow(peak - w / 2, peak + w / 2);
+    for (let k = 0; k < 20; k++) { page.pan(0.05); timed("pan"); }
+  }
+  for (let w = 4000; w < span; w *= 1.25) { page.setWindow(peak - w / 2, peak + w / 2); timed("zoom out"); }
+  const ms = frames.map((f) => f.ms).sort((p, q) => p - q);
+  const q = (p) => ms[Math.min(ms.length - 1, Math.floor(p * ms.length))];
+  return { frames: frames.length, p50_ms: q(0.5), p95_ms: q(0.95), max_ms: ms[ms.length - 1],
+    over_16ms: ms.filter((v) => v > 16).length, timings: MT.timings(page), detail: frames };
+};
