@@ -195,7 +195,8 @@ static int pieces_cut(struct pieces *ps, uint64_t start, uint64_t end,
 	}
 	if (at < end && fn)
 		rc = rc ? rc : fn(arg, CUT_GAP, at, end);
-	memmove(ps->v + i, ps->v + j, (ps->n - j) * sizeof(*ps->v));
+	if (j < ps->n) /* none may be held yet: ps->v is then NULL */
+		memmove(ps->v + i, ps->v + j, (ps->n - j) * sizeof(*ps->v));
 	ps->n -= j - i;
 	for (size_t k = 0; k < nkeep && rc >= 0; k++) {
 		if (fn)

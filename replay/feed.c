@@ -69,7 +69,8 @@ static int copy_into(struct chunk *ch, const struct rp_step *steps, size_t n)
 		ch->steps = v;
 		ch->cap = n;
 	}
-	memcpy(ch->steps, steps, n * sizeof(*steps));
+	if (n) /* the last chunk is empty, and ch->steps may still be NULL */
+		memcpy(ch->steps, steps, n * sizeof(*steps));
 	ch->n = n;
 	return 0;
 }
