@@ -18,8 +18,6 @@ struct fit_key {
 };
 
 #define BLOCK(n) rp_rb_entry(n, struct rp_arena_block, node)
-#define BLOCK_ALIGN 64
-#define BLOCK_BYTES ((sizeof(struct rp_arena_block) + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN)
 #define SEGMENT(n) rp_rb_entry(n, struct rp_arena_segment, node)
 
 /* Blocks are ordered by (segment creation, address), never by address
@@ -112,7 +110,7 @@ static struct rp_arena_block *new_block(struct rp_arena *a)
 		a->spare = b->next;
 		return b;
 	}
-	return aligned_alloc(BLOCK_ALIGN, BLOCK_BYTES);
+	return rp_rb_record_new(sizeof(*b));
 }
 
 /* 8 classes per power of two: [2^e + k 2^(e-3), 2^e + (k+1) 2^(e-3)) */

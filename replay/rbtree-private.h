@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 struct rp_rb_node {
 	struct rp_rb_node *parent;
@@ -54,6 +56,18 @@ static inline int rp_cmp4(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, ui
 	if (__builtin_expect(ah != bh, 1))
 		return (ah > bh) - (ah < bh);
 	return (al > bl) - (al < bl);
+}
+
+/* A zeroed record of `bytes` for a node of a tree, on a cache line of its
+ * own (64-byte aligned, its size rounded up), so that a record whose node
+ * and ordering keys come first gives one line a step of a descent (plain
+ * malloc's 16-byte alignment splits that over two lines three times in
+ * four). NULL when out of memory; free() releases it. */
+static inline void *rp_rb_record_new(size_t bytes)
+{
+	void *r = aligned_alloc(64, (bytes + 63) / 64 * 64);
+
+	return r ? memset(r, 0, bytes) : NULL;
 }
 
 /* Makes t empty (it holds no nodes; nothing is freed). */

@@ -21,20 +21,19 @@ int rp_torch_cmp_address(const struct rp_rb_node *a, const struct rp_rb_node *b)
 
 /* ---- blocks and segments ---- */
 
-/* Block records start on a cache line (see struct torch_block). */
-#define BLOCK_ALIGN 64
-#define BLOCK_BYTES ((sizeof(struct torch_block) + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN)
-
+/* Block records start on a cache line (rp_rb_record_new; see struct
+ * torch_block); the pool's spare ones are used first. */
 struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size)
 {
 	struct torch_block *b = pool->spare;
 
-	if (b)
+	if (b) {
 		pool->spare = b->next;
-	else if (!(b = aligned_alloc(BLOCK_ALIGN, BLOCK_BYTES)))
+		memset(b, 0, sizeof(*b));
+	} else if (!(b = rp_rb_record_new(sizeof(*b)))) {
 		return NULL;
-	memset(b, 0, sizeof(*b));
+	}
 	b->seg = seg;
 	b->seq = seg->seq;
 	b->pool = pool;
