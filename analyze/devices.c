@@ -72,7 +72,10 @@ int mt_analyze_device_by_ordinal(struct mt_reader *r, unsigned ordinal, uint32_t
 
 char *mt_analyze_device_label(const struct mt_device *dev, char *buf, size_t len)
 {
-	snprintf(buf, len, "device %u", dev->ordinal);
+	if (dev->pci_bus_id && *dev->pci_bus_id)
+		snprintf(buf, len, "device %u (PCI %s)", dev->ordinal, dev->pci_bus_id);
+	else
+		snprintf(buf, len, "device %u", dev->ordinal);
 	return buf;
 }
 

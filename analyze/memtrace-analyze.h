@@ -90,8 +90,10 @@ struct mt_analysis {
  * ascending. *ids is malloc'd (may be NULL when *n is 0). */
 int mt_analyze_devices(struct mt_reader *r, uint32_t **ids, size_t *n, char *err, size_t errlen);
 
-/* Devices are named for people by the CUDA ordinal the program saw
- * ("device 0", mt_analyze_device_label), in reports, pictures and options;
+/* Devices are named for people by the CUDA ordinal the program saw, with
+ * the PCI bus id when recorded ("device 0 (PCI 00000000:1B:00.0)",
+ * mt_analyze_device_label), in reports, pictures and info; options take the
+ * ordinal;
  * the trace's row ids stay inside. mt_analyze_device_by_ordinal finds the
  * row of an ordinal: -ENOENT when none has it, -EEXIST when several do
  * (processes that each saw a different GPU as that ordinal), with a
@@ -245,6 +247,35 @@ int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, siz
                        unsigned layer, const struct mt_lifetime *segs, size_t nsegs,
                        const struct mt_sample *samples, size_t nsamples, uint64_t at, char *err,
                        size_t errlen);
+
+/* ---- capacity ---------------------------------------------------------------- */
+
+/* The memory the allocator could take on the recorded card (README.md's
+ * glossary, "capacity"). */
+struct mt_capacity {
+	uint64_t bytes;            /* the capacity; 0 when the device total is not recorded */
+	uint64_t device_total;     /* as recorded, 0 unknown */
+	bool from_reading;         /* false: no reading, bytes = device_total */
+	uint64_t context_bytes;    /* the anatomy's CUDA context and libraries (>= 0) */
+	uint64_t outside_bytes;    /* the anatomy's outside this process (>= 0) */
+	uint64_t at;               /* the moment (absolute) */
+	struct mt_anatomy anatomy; /* of the driver-layer memory at `at`, when from_reading */
+};
+
+/* The capacity of device (a row id) of r: the device total less the CUDA
+ * context and libraries and the memory outside the process in the anatomy
+ * at `at` (MT_TIME_UNKNOWN: the peak of live bytes, as mt_reader_peak_live
+ * finds it), computed from the driver-layer lifetimes (the requests when
+ * there are none) and the readings; the device total when no reading is
+ * available. Returns 0, or -ENOENT (no such device), -ENOMEM or what the
+ * reader returned, with a message. */
+int mt_capacity_recorded(struct mt_reader *r, uint32_t device, uint64_t at, struct mt_capacity *c,
+                         char *err, size_t errlen);
+/* Where c's figure comes from, in words ("the device's 79.2 GiB less 646
+ * MiB CUDA context and libraries and 489 MiB outside this process, at the
+ * peak of live bytes against the reading at +993 ms, ..."), times since t0;
+ * into buf, which it returns. */
+char *mt_capacity_describe(const struct mt_capacity *c, uint64_t t0, char *buf, size_t len);
 
 /* ---- call sites --------------------------------------------------------------- */
 

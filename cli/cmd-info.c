@@ -13,6 +13,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-analyze.h"
 #include "memtrace-common.h"
 
 #define CMD "info"
@@ -120,16 +121,17 @@ static const char *meta_or(struct info *in, const char *key, const char *fallbac
 
 static void print_peak(struct info *in, const struct mt_device *d, const struct device_peak *p)
 {
-	char size[32], when[32];
+	char size[32], when[32], label[96];
 
 	if (p->ts == MT_TIME_UNKNOWN) {
-		printf(KEY "device %" PRIu32 ": nothing allocated\n", "peak live", d->id);
+		printf(KEY "%s: nothing allocated\n", "peak live",
+		       mt_analyze_device_label(d, label, sizeof(label)));
 		return;
 	}
 	mt_size_format(p->bytes, size, sizeof(size));
 	mt_duration_format(p->ts - in->first_ts, when, sizeof(when));
-	printf(KEY "%s at +%s on device %" PRIu32 " (%s layer", "peak live", size, when, d->id,
-	       mt_layer_name(in->layer));
+	printf(KEY "%s at +%s on %s (%s layer", "peak live", size, when,
+	       mt_analyze_device_label(d, label, sizeof(label)), mt_layer_name(in->layer));
 	if (d->total_bytes)
 		printf(", %.1f%% of the device", 100.0 * (double)p->bytes / (double)d->total_bytes);
 	printf(")\n");
@@ -146,7 +148,7 @@ static void print_per_event(uint64_t bytes, uint64_t events)
 static void print_text(struct info *in)
 {
 	size_t ndev = mt_reader_device_count(in->r), nproc = mt_reader_process_count(in->r);
-	char a[160], b[32];
+	char a[160], b[32], label[96];
 
 	printf(KEY "%s\n", "trace", in->path);
 	printf(KEY "%s (memtrace %s)\n", "format", meta_or(in, "format_version", "?"),
@@ -166,7 +168,9 @@ static void print_text(struct info *in)
 		printf(KEY "%s\n", "allocator", mt_reader_meta(in->r, "allocator_settings"));
 	for (size_t i = 0; i < ndev; i++) {
 		const struct mt_device *d = mt_reader_device(in->r, i);
-		printf(KEY "%s, %s\n", i ? "" : "devices", *d->name ? d->name : "unnamed",
+		printf(KEY "%s: %s, %s\n", i ? "" : "devices",
+		       mt_analyze_device_label(d, label, sizeof(label)),
+		       *d->name ? d->name : "unnamed",
 		       mt_size_format(d->total_bytes, a, sizeof(a)));
 	}
 	if (!ndev)
@@ -257,13 +261,13 @@ static json_t *info_json(struct info *in)
 	for (size_t i = 0; i < ndev; i++) {
 		const struct mt_device *d = mt_reader_device(in->r, i);
 		json_array_append_new(
-		        devices,
-		        json_pack("{s:I, s:I, s:s, s:s, s:o, s:o, s:o}", "id", (json_int_t)d->id,
-		                  "ordinal", (json_int_t)d->ordinal, "name", d->name ? d->name : "",
-		                  "uuid", d->uuid ? d->uuid : "", "total_bytes",
-		                  json_u64(d->total_bytes), "peak_live_bytes",
-		                  json_u64(in->peaks[i].bytes), "peak_live_ts",
-		                  json_ts(in->peaks[i].ts)));
+		        devices, json_pack("{s:I, s:I, s:s, s:s, s:s, s:o, s:o, s:o}", "id",
+		                           (json_int_t)d->id, "ordinal", (json_int_t)d->ordinal,
+		                           "pci_bus_id", d->pci_bus_id ? d->pci_bus_id : "", "name",
+		                           d->name ? d->name : "", "uuid", d->uuid ? d->uuid : "",
+		                           "total_bytes", json_u64(d->total_bytes),
+		                           "peak_live_bytes", json_u64(in->peaks[i].bytes),
+		                           "peak_live_ts", json_ts(in->peaks[i].ts)));
 	}
 	json_object_set_new(o, "devices", devices);
 	for (size_t i = 0; i < nproc; i++) {

@@ -17,6 +17,7 @@
 #include "memtrace-common.h"
 #include "memtrace-analyze.h"
 #include "memtrace-replay.h"
+#include "replay-capacity.h"
 #include "replay-fragmentation.h"
 
 #define CMD "replay"
@@ -29,6 +30,14 @@ static void on_sigint(int sig)
 {
 	interrupted = 1;
 }
+
+/* What a replay ran under: the options as given and the capacity, saved
+ * with every result. */
+struct run_context {
+	const char *backend_arg, *limit_arg, *device_arg; /* NULL: not given */
+	bool find_min;
+	struct cli_capacity capacity;
+};
 
 struct outcome {
 	char spec[CLI_POLICY_SPEC];
@@ -54,12 +63,20 @@ static void usage(FILE *f)
 	        "                       NAME:key=value,key=value\n"
 	        "  --backend B          sim (simulated device), cuda (real GPU via libcuda) or\n"
 	        "                       auto (cuda when a GPU is present; the default)\n"
-	        "  --limit SIZE         device capacity to replay against (e.g. 24GiB); OOMs are\n"
-	        "                       reported with the largest live allocations\n"
+	        "  --limit SIZE|none    the memory the allocator may take (its segments; the\n"
+	        "                       CUDA context and other processes are not in it), e.g.\n"
+	        "                       80GB (80 000 000 000 bytes) or 74.5GiB; none: no limit\n"
+	        "                       (sim: unlimited, cuda: the GPU's own memory). Default:\n"
+	        "                       the recorded card, its total less the CUDA context and\n"
+	        "                       libraries and the memory outside the process at the\n"
+	        "                       peak of live bytes (else its total). OOMs are reported\n"
+	        "                       with the largest live allocations\n"
 	        "  --find-min-capacity  smallest capacity on which each policy has no OOM\n"
-	        "  --device N           the trace's device row (memtrace info; default: the first\n"
-	        "                       with allocations); the GPU used is CUDA ordinal 0\n"
-	        "  --json               one JSON object per policy\n"
+	        "  --device N           the CUDA device number the program saw, as report names\n"
+	        "                       it (default: the first with allocations); the GPU used\n"
+	        "                       is CUDA ordinal 0\n"
+	        "  --json               one JSON object per policy, with the capacity and\n"
+	        "                       where it came from, the options and memtrace's version\n"
 	        "  --no-save            do not store results in the trace's replays table\n"
 	        "\n"
 	        "calls/iter (driver_calls_per_iteration in --json): driver calls per step of\n"
@@ -103,12 +120,27 @@ static int pick_backend(const char *arg, enum mt_backend_kind *kind)
 	return CLI_EXIT_FAILURE;
 }
 
-static json_t *result_json(const struct outcome *o)
+static json_t *json_string_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* The options a replay ran under, as given (null: not given). */
+static json_t *options_json(const struct run_context *ctx, const char *spec)
+{
+	return json_pack("{s:s, s:o, s:o, s:b, s:o}", "policy", spec, "backend",
+	                 json_string_or_null(ctx->backend_arg), "limit",
+	                 json_string_or_null(ctx->limit_arg), "find_min_capacity", ctx->find_min,
+	                 "device", json_string_or_null(ctx->device_arg));
+}
+
+static json_t *result_json(const struct outcome *o, const struct run_context *ctx)
 {
 	const struct mt_replay_result *r = &o->res;
 	json_t *j = json_object();
 	json_object_set_new(j, "policy", json_string(o->spec));
 	json_object_set_new(j, "backend", json_string(r->backend));
+	json_object_set_new(j, "capacity", cli_capacity_json(&ctx->capacity));
 	json_object_set_new(j, "events", json_integer((json_int_t)r->events));
 	json_object_set_new(j, "peak_allocated", json_integer((json_int_t)r->peak_allocated));
 	json_object_set_new(j, "peak_allocated_rounded",
@@ -149,6 +181,8 @@ static json_t *result_json(const struct outcome *o)
 		                              "p99", (json_int_t)r->latency_p99_ns));
 	json_object_set_new(j, "seconds", json_real(r->seconds));
 	json_object_set_new(j, "stream_seconds", json_real(r->stream_seconds));
+	json_object_set_new(j, "options", options_json(ctx, o->spec));
+	json_object_set_new(j, "memtrace_version", json_string(MT_VERSION));
 	return j;
 }
 
@@ -339,9 +373,13 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 }
 
 static void print_ooms(const struct outcome *o, size_t n, const struct mt_request_stream *s,
-                       uint64_t limit)
+                       const struct cli_capacity *cap)
 {
-	char a[32], b[32], c[32], t[32];
+	char a[32], b[32], c[32], t[32], at[32];
+	if (cap->source == CLI_CAPACITY_NONE)
+		snprintf(at, sizeof(at), "the GPU's memory");
+	else
+		mt_size_format(cap->bytes, at, sizeof(at));
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_replay_result *r = &o[i].res;
 		if (!r->oom_count)
@@ -349,8 +387,7 @@ static void print_ooms(const struct outcome *o, size_t n, const struct mt_reques
 		const struct mt_replay_oom *f = &r->first_oom;
 		printf("%s: %llu OOM%s at %s; first at +%s: request #%llu of %s with %s live "
 		       "(largest live:",
-		       o[i].spec, (unsigned long long)r->oom_count, r->oom_count > 1 ? "s" : "",
-		       mt_size_format(limit, a, 32),
+		       o[i].spec, (unsigned long long)r->oom_count, r->oom_count > 1 ? "s" : "", at,
 		       mt_duration_format(f->ts - mt_request_stream_start(s), t, 32),
 		       (unsigned long long)f->request, mt_size_format(f->bytes, b, 32),
 		       mt_size_format(f->allocated, c, 32));
@@ -360,8 +397,17 @@ static void print_ooms(const struct outcome *o, size_t n, const struct mt_reques
 	}
 }
 
+static void print_capacity(const struct cli_capacity *c)
+{
+	char a[32];
+	if (c->source == CLI_CAPACITY_NONE)
+		printf("capacity: none (%s)\n", c->why);
+	else
+		printf("capacity: %s (%s)\n", mt_size_format(c->bytes, a, sizeof(a)), c->why);
+}
+
 static int save(const char *path, const struct outcome *o, size_t n,
-                const struct mt_request_stream *s)
+                const struct mt_request_stream *s, const struct run_context *ctx)
 {
 	struct mt_writer *w = mt_writer_new();
 	struct timespec now;
@@ -372,7 +418,7 @@ static int save(const char *path, const struct outcome *o, size_t n,
 		const char *colon = strchr(o[i].spec, ':');
 		snprintf(name, sizeof(name), "%.*s",
 		         (int)(colon ? (size_t)(colon - o[i].spec) : strlen(o[i].spec)), o[i].spec);
-		json_t *j = result_json(&o[i]);
+		json_t *j = result_json(&o[i], ctx);
 		char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 		json_decref(j);
 		struct mt_replay_record rec = {
@@ -417,8 +463,9 @@ int cli_cmd_replay(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old);
 	const char *policy_arg = "all", *backend_arg = "auto";
+	struct run_context ctx = { 0 };
 	uint64_t limit = 0, device = 0;
-	bool find_min = false, json = false, no_save = false;
+	bool json = false, no_save = false;
 	int c, rc;
 	optind = 1;
 	opterr = 0;
@@ -428,18 +475,23 @@ int cli_cmd_replay(int argc, char **argv)
 			policy_arg = optarg;
 			break;
 		case 'b':
-			backend_arg = optarg;
+			backend_arg = ctx.backend_arg = optarg;
 			break;
 		case 'l':
+			ctx.limit_arg = optarg;
+			limit = 0;
+			if (!strcmp(optarg, "none"))
+				break;
 			if ((rc = cli_parse_size(CMD, "--limit", optarg, &limit)) != CLI_EXIT_OK)
 				return rc;
 			if (!limit)
-				return cli_usage_error(CMD, "--limit: must be > 0");
+				return cli_usage_error(CMD, "--limit: must be > 0 (or none)");
 			break;
 		case 'm':
-			find_min = true;
+			ctx.find_min = true;
 			break;
 		case 'd':
+			ctx.device_arg = optarg;
 			if ((rc = cli_parse_u64(CMD, "--device", optarg, &device)) != CLI_EXIT_OK)
 				return rc;
 			if (device > UINT32_MAX)
@@ -478,7 +530,17 @@ int cli_cmd_replay(int argc, char **argv)
 		return rc;
 	struct mt_request_stream *s = NULL;
 	char err[256];
-	int lrc = mt_request_stream_load(&s, reader, (uint32_t)device, err, sizeof(err));
+	uint32_t row = 0; /* the first device with allocations */
+	if (ctx.device_arg &&
+	    mt_analyze_device_by_ordinal(reader, (unsigned)device, &row, err, sizeof(err)) < 0) {
+		sigaction(SIGINT, &old, NULL);
+		mt_reader_free(reader);
+		return cli_usage_error(CMD, "--device: %s", err);
+	}
+	int lrc = mt_request_stream_load(&s, reader, row, err, sizeof(err));
+	if (lrc == 0)
+		lrc = cli_capacity_choose(reader, mt_request_stream_device(s), ctx.limit_arg, limit,
+		                          kind == MT_BACKEND_CUDA, &ctx.capacity, err, sizeof(err));
 	if (lrc < 0 || interrupted) {
 		sigaction(SIGINT, &old, NULL);
 		mt_request_stream_free(s);
@@ -492,7 +554,7 @@ int cli_cmd_replay(int argc, char **argv)
 
 	struct outcome *out = calloc(n, sizeof(*out));
 	struct mt_replay_options opt = { .backend = kind,
-		                         .capacity = limit,
+		                         .capacity = ctx.capacity.bytes,
 		                         .series_points = SERIES_POINTS,
 		                         .measure_latency = kind == MT_BACKEND_CUDA,
 		                         .interrupted = &interrupted };
@@ -501,7 +563,7 @@ int cli_cmd_replay(int argc, char **argv)
 		cli_error(CMD, "out of memory");
 	for (size_t i = 0; out && i < n; i++)
 		memcpy(out[i].spec, specs[i], sizeof(out[i].spec));
-	if (out && run_all(s, &opt, find_min, out, n) < 0)
+	if (out && run_all(s, &opt, ctx.find_min, out, n) < 0)
 		rc = interrupted ? 130 : CLI_EXIT_FAILURE;
 	sigaction(SIGINT, &old, NULL);
 	mt_reader_free(reader); /* the replays are done with the trace */
@@ -509,15 +571,15 @@ int cli_cmd_replay(int argc, char **argv)
 		if (json) {
 			json_t *arr = json_array();
 			for (size_t i = 0; i < n; i++)
-				json_array_append_new(arr, result_json(&out[i]));
+				json_array_append_new(arr, result_json(&out[i], &ctx));
 			rc = cli_print_json(arr);
 		} else {
-			print_table(out, n, s, kind == MT_BACKEND_CUDA, find_min);
-			if (limit)
-				print_ooms(out, n, s, limit);
+			print_capacity(&ctx.capacity);
+			print_table(out, n, s, kind == MT_BACKEND_CUDA, ctx.find_min);
+			print_ooms(out, n, s, &ctx.capacity);
 		}
 		if (rc == CLI_EXIT_OK && !no_save)
-			rc = save(path, out, n, s);
+			rc = save(path, out, n, s, &ctx);
 	}
 	for (size_t i = 0; out && i < n; i++)
 		mt_replay_result_release(&out[i].res);

@@ -223,15 +223,29 @@ static void print_oom_summary(const struct mt_report *rep)
 	else
 		printf("from +%s to +%s\n", dur(cli_report_since(rep, first->f->ts), a),
 		       dur(cli_report_since(rep, last->f->ts), b));
-	printf("  %zu failed allocation%s: %zu raised by the framework, %zu failed driver "
-	       "attempt%s behind "
-	       "the OOMs, %zu driver call%s of processes without recorded requests, %zu driver "
-	       "attempt%s the framework recovered from\n",
-	       rep->data.nfails, rep->data.nfails == 1 ? "" : "s", rep->framework_failures,
-	       rep->driver_attempts, rep->driver_attempts == 1 ? "" : "s",
-	       rep->nooms - rep->framework_failures,
-	       rep->nooms - rep->framework_failures == 1 ? "" : "s", rep->recovered_attempts,
-	       rep->recovered_attempts == 1 ? "" : "s");
+	/* the kinds of failure there were, none named with a count of 0 */
+	const struct {
+		size_t n;
+		const char *one, *many;
+	} kinds[] = {
+		{ rep->framework_failures, "raised by the framework", "raised by the framework" },
+		{ rep->driver_attempts, "failed driver attempt behind the OOMs",
+		  "failed driver attempts behind the OOMs" },
+		{ rep->nooms - rep->framework_failures,
+		  "driver call of a process without recorded requests",
+		  "driver calls of processes without recorded requests" },
+		{ rep->recovered_attempts, "driver attempt the framework recovered from",
+		  "driver attempts the framework recovered from" },
+	};
+	const char *sep = ": ";
+	printf("  %zu failed allocation%s", rep->data.nfails, rep->data.nfails == 1 ? "" : "s");
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		if (kinds[k].n) {
+			printf("%s%zu %s", sep, kinds[k].n,
+			       kinds[k].n == 1 ? kinds[k].one : kinds[k].many);
+			sep = ", ";
+		}
+	printf("\n");
 	printf("  the first: %s requested, %s free on the device (the driver, at that moment)\n",
 	       sz(first->f->bytes, a), free_text(first->free_bytes, c));
 }

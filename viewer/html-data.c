@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,6 +442,16 @@ static size_t map_moments(struct ctx *c, uint64_t *at)
 	return m;
 }
 
+/* "#rrggbb" of the policy's colour in every picture (vw_policy_color). */
+static const char *policy_color(const char *spec, char *buf, size_t len)
+{
+	struct vw_rgb rgb = vw_policy_color(spec);
+
+	snprintf(buf, len, "#%02x%02x%02x", (unsigned)lround(rgb.r * 255),
+	         (unsigned)lround(rgb.g * 255), (unsigned)lround(rgb.b * 255));
+	return buf;
+}
+
 static int write_policies(struct ctx *c, const struct mt_render_options *o)
 {
 	struct vw_policy_run *runs = NULL;
@@ -461,7 +472,7 @@ static int write_policies(struct ctx *c, const struct mt_render_options *o)
 	}
 	for (i = 0; i < nruns; i++) {
 		struct vw_point *p = malloc((runs[i].npoints + 1) * sizeof(*p));
-		char name[32], vname[32];
+		char name[32], vname[32], color[8];
 		size_t j, m = 0;
 
 		if (!p) {
@@ -476,10 +487,13 @@ static int write_policies(struct ctx *c, const struct mt_render_options *o)
 		snprintf(vname, sizeof(vname), "pol%zu.v", i);
 		vw_html_series(c->b, name, vname, p, m);
 		free(p);
-		json_array_append_new(pols, json_pack("{s:s, s:b, s:I, s:I}", "name", runs[i].name,
-		                                      "saved", runs[i].saved, "peak_reserved",
-		                                      (json_int_t)runs[i].peak_reserved,
-		                                      "oom_count", (json_int_t)runs[i].oom_count));
+		json_array_append_new(pols,
+		                      json_pack("{s:s, s:b, s:I, s:I, s:s, s:s}", "name",
+		                                runs[i].name, "saved", runs[i].saved,
+		                                "peak_reserved", (json_int_t)runs[i].peak_reserved,
+		                                "oom_count", (json_int_t)runs[i].oom_count,
+		                                "conditions", runs[i].conditions, "color",
+		                                policy_color(runs[i].name, color, sizeof(color))));
 	}
 	nat = map_moments(c, at);
 	for (set = 0; set <= nruns && rc == 0; set++) {

@@ -97,6 +97,34 @@ static uint64_t json_u64(json_t *obj, const char *key, uint64_t fallback)
 	return json_is_integer(v) ? (uint64_t)json_integer_value(v) : fallback;
 }
 
+/* run->conditions from a saved result (cmd-replay.c writes its "capacity",
+ * "options" and "memtrace_version"; older results lack them). */
+static void saved_conditions(struct vw_policy_run *run, const char *backend, json_t *root)
+{
+	json_t *cap = json_object_get(root, "capacity"), *opt = json_object_get(root, "options");
+	const char *source = json_string_value(json_object_get(cap, "source"));
+	const char *limit = json_string_value(json_object_get(opt, "limit"));
+	const char *version = json_string_value(json_object_get(root, "memtrace_version"));
+	char size[32], what[96];
+
+	mt_size_format(json_u64(cap, "bytes", 0), size, sizeof(size));
+	if (!source)
+		snprintf(what, sizeof(what), "capacity not saved (an older memtrace)");
+	else if (!strcmp(source, "limit"))
+		snprintf(what, sizeof(what), "capacity %s (--limit %.40s)", size,
+		         limit ? limit : "?");
+	else if (!strcmp(source, "recorded"))
+		snprintf(what, sizeof(what), "capacity %s, the recorded card", size);
+	else
+		snprintf(what, sizeof(what), "no capacity limit%s", limit ? " (--limit none)" : "");
+	snprintf(run->conditions, sizeof(run->conditions), "%s \u00b7 %s%s%s%s",
+	         backend && *backend ? backend : "?", what,
+	         json_is_true(json_object_get(opt, "find_min_capacity"))
+	                 ? " \u00b7 --find-min-capacity"
+	                 : "",
+	         version ? " \u00b7 memtrace " : "", version ? version : "");
+}
+
 static int from_saved(struct vw_policy_run *run, const struct mt_replay_record *rec)
 {
 	uint64_t max_res = 0, max_alloc = 0;
@@ -117,6 +145,7 @@ static int from_saved(struct vw_policy_run *run, const struct mt_replay_record *
 	run->peak_reserved = json_u64(root, "peak_reserved", max_res);
 	run->peak_allocated = json_u64(root, "peak_allocated", max_alloc);
 	run->oom_count = json_u64(root, "oom_count", 0);
+	saved_conditions(run, rec->backend, root);
 	json_decref(root);
 	return copy_series(run, rec->series, rec->series_len);
 }
@@ -147,6 +176,8 @@ static int replay(struct vw_policy_run *run, const struct vw_trace *t,
 	run->peak_reserved = res.peak_reserved;
 	run->peak_allocated = res.peak_allocated;
 	run->oom_count = res.oom_count;
+	snprintf(run->conditions, sizeof(run->conditions),
+	         "sim \u00b7 no capacity limit \u00b7 memtrace %s", MT_VERSION);
 	rc = copy_series(run, res.series, res.series_len);
 	mt_replay_result_release(&res);
 	return rc < 0 ? vw_fail(err, errlen, rc, "out of memory") : 0;

@@ -17,8 +17,10 @@
 
 #define MAX_SERIES 16
 
+/* per_bar: the runs ran under different conditions, which each bar's
+ * label then names (else the subtitle does). */
 static void draw_bars(const struct vw_canvas *c, struct vw_rect area,
-                      const struct vw_policy_run *runs, size_t n, uint64_t lower)
+                      const struct vw_policy_run *runs, size_t n, uint64_t lower, bool per_bar)
 {
 	double f = c->font, name_w = 0, ymax = (double)lower, pitch, bar_h, d[] = { 5, 3 };
 	struct vw_rect plot;
@@ -42,7 +44,7 @@ static void draw_bars(const struct vw_canvas *c, struct vw_rect area,
 	for (i = 0; i < n; i++) {
 		double y = plot.y + pitch * (double)i + (pitch - bar_h) / 2;
 		double w = vw_axis_map(&x, (double)runs[i].peak_reserved) - plot.x;
-		char fit[128];
+		char fit[192];
 		int len;
 
 		vw_set_rgb(c->cr, vw_policy_color(runs[i].name));
@@ -61,6 +63,11 @@ static void draw_bars(const struct vw_canvas *c, struct vw_rect area,
 			         (unsigned long long)runs[i].oom_count);
 		vw_text(c, plot.x + w + f * 0.4, y + bar_h / 2, 0.85, false, VW_LEFT, VW_MIDDLE,
 		        label);
+		if (per_bar) { /* under the bar */
+			vw_fit_text(c, 0.75, runs[i].conditions, plot.w, fit, sizeof(fit));
+			vw_text(c, plot.x + f * 0.3, y + bar_h + f * 0.15, 0.75, false, VW_LEFT,
+			        VW_TOP, fit);
+		}
 	}
 	if (lower) {
 		double lx = round(vw_axis_map(&x, (double)lower)) + 0.5;
@@ -145,10 +152,11 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 {
 	struct vw_policy_run *runs = NULL;
 	struct vw_trace t;
-	char subtitle[512], base[384];
+	char subtitle[640], base[384];
 	double f = c->font, top, split;
 	uint64_t lower = 0;
-	size_t n = 0;
+	size_t n = 0, i;
+	bool per_bar;
 	int rc;
 
 	rc = vw_trace_load(&t, r, o->device, 0, err, errlen);
@@ -163,12 +171,16 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	}
 	vw_peak_moment(t.req, t.nreq, &lower);
 	vw_trace_subtitle(&t, o->trace_name, base, sizeof(base));
-	snprintf(subtitle, sizeof(subtitle), "%s \u00b7 %s", base,
-	         runs[0].saved ? "saved replays" : "replayed under sim");
+	for (i = 1; i < n && !strcmp(runs[i].conditions, runs[0].conditions); i++)
+		;
+	snprintf(subtitle, sizeof(subtitle), "%s \u00b7 %s: %s", base,
+	         runs[0].saved ? "saved replays" : "replayed",
+	         i == n ? runs[0].conditions : "each as its bar says");
+	per_bar = i < n;
 	top = vw_title(c, "Allocator policies", subtitle);
 	split = round(c->width * 0.4);
 	draw_bars(c, (struct vw_rect){ f * 1.2, top, split - f * 1.2, c->height - top - f * 0.8 },
-	          runs, n, lower);
+	          runs, n, lower, per_bar);
 	rc = draw_lines(c,
 	                (struct vw_rect){ split + f * 1.5, top, c->width - split - f * 2.7,
 	                                  c->height - top - f * 0.8 },

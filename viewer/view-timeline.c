@@ -24,7 +24,7 @@
 struct line {
 	double *v;
 	struct vw_legend_item legend;
-	char label[128];
+	char label[320];
 	bool dashed;
 };
 
@@ -93,8 +93,8 @@ static int gather_lines(struct timeline *tl, const struct mt_render_options *o, 
 				               "out of memory or too many policies");
 			}
 			vw_columns_steps(&tl->cols, runs[i].reserved, runs[i].npoints, l->v);
-			snprintf(l->label, sizeof(l->label), "reserved: %s%s", runs[i].name,
-			         runs[i].saved ? " (saved replay)" : " (replayed, sim)");
+			snprintf(l->label, sizeof(l->label), "reserved: %s (%s: %s)", runs[i].name,
+			         runs[i].saved ? "saved replay" : "replayed", runs[i].conditions);
 		}
 		vw_policy_runs_free(runs, n);
 	}

@@ -317,6 +317,10 @@ struct vw_policy_run {
 	uint64_t peak_reserved;
 	uint64_t peak_allocated;
 	uint64_t oom_count;
+	/* what it ran under, for people: backend, capacity and where it came
+	 * from, options, memtrace version ("sim · capacity 78.1 GiB, the
+	 * recorded card · memtrace 0.1.0") */
+	char conditions[192];
 	struct vw_point *reserved; /* series */
 	struct vw_point *allocated;
 	size_t npoints;

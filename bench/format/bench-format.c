@@ -21,7 +21,7 @@
  * Prints figures and asserts nothing: run by hand, pinned to one core:
  *   taskset -c 1 build/bench/format/bench-format [--default-malloc]
  *                                                [--flush-every N] [EVENTS]
- * Targets (DESIGN.md): <= 4 B per alloc/free event, <= 8 B per kernel
+ * Targets (docs/HACKING.md): <= 4 B per alloc/free event, <= 8 B per kernel
  * event, decode >= 50 M events/s, encode >= 20 M events/s.
  */
 #include "config.h"

@@ -37,6 +37,20 @@
  *     → needs 220 + 300 = 520 (held, 60 to spare) at 10 ms, 400 + 64 = 464
  *     (116 to spare) at 40; caching (2 256) (9 300) (15 500) → 600 (20 more)
  *     at 10, 564 (16 to spare) at 40; native ran out of memory at 5 ms.
+ *
+ * OOM_LOOP (the issue's OOM program in small: 128 MiB tensors until PyTorch
+ *   raises, caught, all freed, 7 rounds; device of 1 GiB): round k starts
+ *   at 100k ms; at 100k + 1..6 a 128 MiB segment with one 128 MiB request
+ *   in it (768 live); a reading at 100k + 6.5 (992 used, 968 the process's:
+ *   outside 24, context 968 - 768 = 200); two failed cudaMalloc of 128 at
+ *   100k + 7 and 7.1 (the allocator's attempt, then its retry after
+ *   freeing its cache; 32 free), PyTorch's failure of 128 at 100k + 7.2
+ *   with a reading taken then (992, 968); everything freed at 100k + 8
+ *   (requests) and 9 (segments). 21 failed allocations are 7 OOMs, each
+ *   with 2 driver attempts; the peak of live bytes 768 at 6.5 ms (a reading
+ *   then too, at the first round); the
+ *   capacity 1024 - 200 - 24 = 800, the room at every OOM 800 as well; the
+ *   lower bound 768 + 128 = 896: no allocator holds it.
  */
 #include "config.h"
 
@@ -323,6 +337,37 @@ static int write_ooms(const char *path)
 	return close_writer(&f);
 }
 
+static int write_oom_loop(const char *path)
+{
+	const unsigned D = MT_LAYER_DRIVER, R = MT_LAYER_REQUEST;
+	struct fixture f;
+	uint32_t site;
+	int round, k;
+
+	if (open_writer(&f, path, "requests") < 0)
+		return close_writer(&f);
+	site = intern(&f, site3);
+	for (round = 0; round < 7; round++) {
+		double t = 100.0 * round;
+
+		for (k = 0; k < 6; k++) {
+			mem(&f, MT_EVENT_ALLOC, t + 1 + k, A + (uint64_t)k * 128 * MiB, 128, D, 0);
+			mem(&f, MT_EVENT_ALLOC, t + 1.5 + k, A + (uint64_t)k * 128 * MiB, 128, R,
+			    site);
+		}
+		sample(&f, t + 6.5, 992, 968);
+		failed(&f, f.proc, t + 7, 128, D, 32, 0);
+		failed(&f, f.proc, t + 7.1, 128, D, 32, 0);
+		failed(&f, f.proc, t + 7.2, 128, R, 32, site);
+		sample(&f, t + 7.2, 992, 968);
+		for (k = 0; k < 6; k++) {
+			mem(&f, MT_EVENT_FREE, t + 8, A + (uint64_t)k * 128 * MiB, 128, R, 0);
+			mem(&f, MT_EVENT_FREE, t + 9, A + (uint64_t)k * 128 * MiB, 128, D, 0);
+		}
+	}
+	return close_writer(&f);
+}
+
 int fx_write(enum fx_trace which, const char *path)
 {
 	switch (which) {
@@ -336,14 +381,16 @@ int fx_write(enum fx_trace which, const char *path)
 		return write_asis(path, false);
 	case FX_OOMS:
 		return write_ooms(path);
+	case FX_OOM_LOOP:
+		return write_oom_loop(path);
 	}
 	return -EINVAL;
 }
 
 int fx_from_name(const char *name, enum fx_trace *which)
 {
-	static const char *const names[] = { "main", "main-replays", "asis", "asis-no-sample",
-		                             "ooms" };
+	static const char *const names[] = { "main",           "main-replays", "asis",
+		                             "asis-no-sample", "ooms",         "oom-loop" };
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -18,6 +18,7 @@ enum fx_trace {
 	FX_ASIS = 2,
 	FX_ASIS_NO_SAMPLE = 3,
 	FX_OOMS = 4,
+	FX_OOM_LOOP = 5, /* the OOM program: 7 rounds */
 };
 
 /* Call-site strings of MAIN. */
@@ -25,8 +26,8 @@ extern const char fx_site1[], fx_site2[];
 
 /* Writes the trace into path (replaced). Returns 0 or a negative errno. */
 int fx_write(enum fx_trace which, const char *path);
-/* The trace named "main", "main-replays", "asis", "asis-no-sample" or
- * "ooms"; -EINVAL for another name. */
+/* The trace named "main", "main-replays", "asis", "asis-no-sample",
+ * "ooms" or "oom-loop"; -EINVAL for another name. */
 int fx_from_name(const char *name, enum fx_trace *which);
 
 #endif

@@ -98,7 +98,8 @@ static void test_sites(void)
 	CHECK(!strcmp(mt_site_frame(fx_site1, 2, buf, 6), "/home"));
 }
 
-static char main_path[64], replays_path[64], asis_path[64], nosample_path[64], ooms_path[64];
+static char main_path[64], replays_path[64], asis_path[64], nosample_path[64], ooms_path[64],
+        oom_loop_path[64];
 
 static void test_main(void)
 {
@@ -507,6 +508,52 @@ static void test_ooms(void)
 	mt_reader_free(r);
 }
 
+/* The issue's OOM program (OOM_LOOP, fixtures.c): 21 failed allocations
+ * are 7 OOMs, each measured against the reading taken at it, whose parts
+ * add up to it; the room at each equals the recorded capacity replay runs
+ * against by default (the same context and outside), and no allocator
+ * holds the OOM in it. */
+static void test_oom_loop(void)
+{
+	struct mt_reader *r = open_reader(oom_loop_path);
+	struct mt_report_options opt = { 0 };
+	struct mt_capacity cap;
+	struct mt_report rep;
+	char err[256];
+	size_t i;
+
+	if (!r)
+		return;
+	REQUIRE(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECKF(rep.data.nfails == 21 && rep.nooms == 7, "%zu failures, %zu OOMs", rep.data.nfails,
+	       rep.nooms);
+	CHECK(rep.framework_failures == 7 && rep.driver_attempts == 14 &&
+	      rep.recovered_attempts == 0);
+	CHECK(rep.peak_bytes == 768 * MiB && rep.peak_at == T0 + 6500 * MS / 1000);
+	REQUIRE(mt_capacity_recorded(r, rep.data.device, MT_TIME_UNKNOWN, &cap, err, sizeof(err)) ==
+	        0);
+	CHECK(cap.from_reading && cap.device_total == GiB);
+	CHECKF(cap.context_bytes == 200 * MiB && cap.outside_bytes == 24 * MiB,
+	       "context %llu outside %llu", (unsigned long long)cap.context_bytes,
+	       (unsigned long long)cap.outside_bytes);
+	CHECK(cap.bytes == 800 * MiB && cap.at == rep.peak_at);
+	for (i = 0; i < rep.nooms && i < 7; i++) {
+		const struct mt_report_oom *o = &rep.ooms[i];
+
+		CHECKF(o->f->ts == T0 + (uint64_t)(100 * i) * MS + 7200 * MS / 1000 &&
+		               o->f->layer == MT_LAYER_REQUEST && o->attempts == 2,
+		       "OOM %zu", i);
+		CHECKF(o->anatomy.available && o->anatomy.sample_ts == o->f->ts &&
+		               sum_parts(&o->anatomy) == (int64_t)o->anatomy.used_bytes,
+		       "OOM %zu: reading at %llu", i, (unsigned long long)o->anatomy.sample_ts);
+		CHECKF(o->room == cap.bytes && o->room_from_reading, "OOM %zu: room %llu", i,
+		       (unsigned long long)o->room);
+		CHECK(o->lower_bound == 896 * MiB && o->lower_bound > o->room);
+	}
+	mt_report_release(&rep);
+	mt_reader_free(r);
+}
+
 static void test_asis(void)
 {
 	check_asis(asis_path, true);
@@ -532,6 +579,8 @@ int main(void)
 	REQUIRE(fx_write(FX_ASIS_NO_SAMPLE, nosample_path) == 0);
 	snprintf(ooms_path, sizeof(ooms_path), "%s/ooms.db", dir);
 	REQUIRE(fx_write(FX_OOMS, ooms_path) == 0);
+	snprintf(oom_loop_path, sizeof(oom_loop_path), "%s/oom-loop.db", dir);
+	REQUIRE(fx_write(FX_OOM_LOOP, oom_loop_path) == 0);
 	TEST(test_sites);
 	TEST(test_peak_ties);
 	TEST(test_site_paths);
@@ -541,6 +590,7 @@ int main(void)
 	TEST(test_groups);
 	TEST(test_replays);
 	TEST(test_ooms);
+	TEST(test_oom_loop);
 	TEST(test_asis);
 	TEST(test_asis_without_samples);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

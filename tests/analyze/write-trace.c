@@ -11,8 +11,8 @@ int main(int argc, char **argv)
 	enum fx_trace which;
 
 	if (argc != 3 || fx_from_name(argv[1], &which) < 0) {
-		fprintf(stderr,
-		        "usage: write-trace main|main-replays|asis|asis-no-sample|ooms PATH\n");
+		fprintf(stderr, "usage: write-trace "
+		                "main|main-replays|asis|asis-no-sample|ooms|oom-loop PATH\n");
 		return 2;
 	}
 	if (fx_write(which, argv[2]) < 0) {

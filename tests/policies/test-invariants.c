@@ -163,7 +163,8 @@ static int overlaps(struct span *v, size_t n)
 {
 	int bad = 0;
 
-	qsort(v, n, sizeof(*v), by_address);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), by_address);
 	for (size_t i = 1; i < n; i++)
 		bad += v[i - 1].address + v[i - 1].bytes > v[i].address;
 	return bad;

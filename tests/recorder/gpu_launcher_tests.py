@@ -23,7 +23,10 @@ device memory at an OOM and at the reserved peak.
   within 2 ms by a reading of its device that shows it nearly full; every
   driver-level failure followed by one too; the reserved peak followed by
   a reading within 30 ms (the OOM program runs long after it; a program
-  that ends within 10 ms of its last raise may leave that raise unread).
+  that ends within 10 ms of its last raise may leave that raise unread);
+  report --json says 7 OOMs, each OOM's anatomy against a reading within
+  2 ms of it whose parts add up to it, and replay --json states the
+  recorded capacity, near every OOM's room.
 
 Exits 77 where there is no GPU, and skips (TAP) without PyTorch.
 Environment as gpu_tests.py: MEMTRACE, TRACE_DUMP, MT_SOURCE_ROOT.
@@ -32,11 +35,12 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_trace import Trace  # noqa: E402
-from gpu_common import (DUMP, HERE, SRC, check, have_torch, main_of, record, skip,  # noqa: E402
+from gpu_common import (DUMP, HERE, MEMTRACE, SRC, check, have_torch, main_of, record, skip,  # noqa: E402
                         tail, torchrun_cmd)
 
 PY = sys.executable
@@ -292,6 +296,40 @@ def test_oom(tmp):
     check("oom: labelled %s" % HOOKED, [x["capture"] for x in t.processes] == [HOOKED],
           t.processes)
     peak_reading("oom", t)
+    report_ooms(out)
+
+
+def report_ooms(out):
+    """What the report and replay make of the OOM loop (issue 16 items 2
+    to 4): 7 OOMs, each with its driver attempts, each OOM's anatomy
+    against a reading within 2 ms of it whose parts add up to it; replay
+    --json states the recorded capacity, which is the room at the OOMs give
+    or take what the context and other processes changed."""
+    rep = subprocess.run([MEMTRACE, "report", out, "--json"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    check("oom: report --json exit 0", rep.returncode == 0, tail(rep.stderr, 2000))
+    try:
+        d = json.loads(rep.stdout)["devices"][0]
+    except (ValueError, KeyError, IndexError):
+        d = {"oom_summary": {}, "ooms": []}
+    check("oom: report says 7 OOMs", d["oom_summary"].get("count") == 7, d["oom_summary"])
+    far = [(o["at_ns"], (o.get("anatomy") or {}).get("reading_at_ns")) for o in d["ooms"]
+           if not o.get("anatomy")
+           or abs(o["anatomy"]["reading_at_ns"] - o["at_ns"]) > 2 * MS
+           or sum(o["anatomy"]["parts"].values()) != o["anatomy"]["reading_bytes"]]
+    check("oom: each OOM's anatomy is a reading within 2 ms of it, its parts adding up to it",
+          d["ooms"] and not far, far[:3])
+    rp = subprocess.run([MEMTRACE, "replay", out, "--backend", "sim", "--policy", "caching",
+                         "--json", "--no-save"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True)
+    try:
+        cap = json.loads(rp.stdout)[0]["capacity"]
+    except (ValueError, KeyError, IndexError):
+        cap = {}
+    rooms = [o["room_bytes"] for o in d["ooms"]]
+    check("oom: replay --json states the recorded capacity, within 1 GiB of every OOM's room",
+          cap.get("source") == "recorded" and rooms
+          and all(abs(r - cap["bytes"]) <= GiB for r in rooms), (cap, rooms[:3]))
 
 
 CASES = (test_launchers, test_user_sitecustomize, test_not_hooked, test_oom)

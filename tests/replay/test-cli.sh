@@ -19,10 +19,12 @@ check() { # check DESCRIPTION COMMAND...
 
 "$M" replay "$dir/t.db" --backend sim --policy native,bestfit,planned --no-save >"$dir/out" 2>"$dir/err"
 check "exit 0" test $? -eq 0
+check "the capacity first: the recorded device's total (no reading)" \
+	sh -c "sed -n 1p '$dir/out' | grep -qx 'capacity: 80.0 GiB (the device.s 80.0 GiB: no reading of the memory in use)'"
 check "lower bound is the first row, 6 MiB" \
-	sh -c "sed -n 2p '$dir/out' | grep -q '^lower bound (peak live) .* 6.00 MiB'"
+	sh -c "sed -n 3p '$dir/out' | grep -q '^lower bound (peak live) .* 6.00 MiB'"
 check "planned reaches the bound" sh -c "grep -q '^planned .* sim .* 6.00 MiB  *1.000x' '$dir/out'"
-check "three policy rows" test "$(wc -l <"$dir/out")" -eq 5
+check "three policy rows" test "$(wc -l <"$dir/out")" -eq 6
 check "nothing on stderr off a terminal" test ! -s "$dir/err"
 
 "$M" replay "$dir/t.db" --backend sim --policy native --json --no-save >"$dir/out"
@@ -31,6 +33,22 @@ check "json fields" sh -c "grep -q '\"policy\": \"native\"' '$dir/out' &&
 	grep -q '\"peak_reserved\": 6291456' '$dir/out' &&
 	grep -q '\"peak_allocated\": 6291456' '$dir/out' && grep -q '\"oom_count\": 0' '$dir/out' &&
 	grep -q '\"driver_calls\"' '$dir/out' && grep -q '\"events\": 6' '$dir/out'"
+check "json capacity: the device's 80 GiB, recorded" sh -c "grep -q '\"bytes\": 85899345920,' '$dir/out' &&
+	grep -q '\"source\": \"recorded\"' '$dir/out'"
+
+# --limit 80GB is 80 000 000 000 bytes (GB = 10^9), said as such
+"$M" replay "$dir/t.db" --backend sim --policy native --limit 80GB --json --no-save >"$dir/out"
+check "--limit 80GB: 80000000000 bytes, from --limit" sh -c "grep -q '\"bytes\": 80000000000,' '$dir/out' &&
+	grep -q '\"source\": \"limit\"' '$dir/out' && grep -q '\"limit\": \"80GB\"' '$dir/out'"
+"$M" replay "$dir/t.db" --backend sim --policy native --limit 80GB --no-save >"$dir/out"
+check "--limit 80GB in words" sh -c "sed -n 1p '$dir/out' | grep -qx 'capacity: 74.5 GiB (--limit 80GB: 80000000000 bytes)'"
+"$M" replay "$dir/t.db" --backend sim --policy native --limit 80GiB --json --no-save >"$dir/out"
+check "--limit 80GiB: 85899345920 bytes" grep -q '"bytes": 85899345920,' "$dir/out"
+"$M" replay "$dir/t.db" --backend sim --policy native --limit none --json --no-save >"$dir/out"
+check "--limit none: no capacity" sh -c "grep -q '\"bytes\": null,' '$dir/out' &&
+	grep -q '\"source\": \"none\"' '$dir/out'"
+"$M" replay "$dir/t.db" --backend sim --limit 0 2>"$dir/err"
+check "--limit 0 exit 2" test $? -eq 2
 
 "$M" replay "$dir/t.db" --backend sim --policy native --limit 5MiB --find-min-capacity \
 	--no-save >"$dir/out"

@@ -186,10 +186,11 @@ MT.Page = class {
         MT.used, 1.2, true);
       legend.push([MT.used, "device memory in use (samples)", true]);
     }
-    d.policies.forEach((p, k) => {
-      const color = MT.series[k % MT.series.length];
+    d.policies.forEach((p) => {
+      const color = p.color;
       this.stepLine(ctx, (t) => MT.Data.valueAt(p.line, t), color, p.name === this.policy ? 2.4 : 1.3, false);
-      legend.push([color, "reserved: " + p.name + (p.saved ? " (saved replay)" : " (replayed, sim)"), false]);
+      legend.push([color, "reserved: " + p.name + " (" + (p.saved ? "saved replay: " : "replayed: ") +
+        p.conditions + ")", false]);
     });
     if (d.reserved) {
       this.stepLine(ctx, (t) => MT.Data.valueAt(d.reserved, t), MT.reserved, this.policy === "recorded" ? 2 : 1.3, false);

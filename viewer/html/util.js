@@ -36,7 +36,6 @@ MT.css = (c) => "rgb(" + (c & 255) + "," + ((c >> 8) & 255) + "," + ((c >> 16) &
 MT.bands = [[0x77, 0xaa, 0xdd], [0xee, 0x88, 0x66], [0xee, 0xdd, 0x88], [0xff, 0xaa, 0xbb],
   [0x99, 0xdd, 0xff], [0x44, 0xbb, 0x99], [0xbb, 0xcc, 0x33], [0xaa, 0xaa, 0x00]]
   .map((c) => MT.rgb(c[0], c[1], c[2]));
-MT.series = ["#e69f00", "#56b4e9", "#009e73", "#0072b2", "#d55e00", "#cc79a7", "#000000", "#f0e442"];
 MT.phases = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#777777"];
 MT.parts = ["#bbbbbb", "#9467bd", "#c7c7c7", "#ff9896", "#1f77b4", "#f7f7f7"];
 MT.text = "#222", MT.muted = "#777", MT.grid = "#e6e6e6", MT.axis = "#555";
