@@ -10,69 +10,30 @@
 
 /* ---- ordered sets ---- */
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return (a > b) - (a < b);
-}
-
-/* PyTorch orders blocks by raw device pointers, so among free blocks of one
- * size it takes the one at the lowest address. Here a block's "address" in
- * an order is (segment place, address), where each new segment is placed
- * below every earlier one, as cudaMalloc placed them on the H100 traces.
- * With the opposite order the replay of BERT (checkpointed) at 120
- * sequences of the validation reserved 19 % more than PyTorch did; with
- * this one it reserves what PyTorch reserved, to the byte, as on every
- * sample trace (tests/policies/test-fidelity.c). The order does not depend
- * on where a backend happens to place segments, so sim and cuda replays
- * choose alike. */
-static int cmp_place(const struct torch_block *x, const struct torch_block *y)
-{
-	int c = cmp_u64(x->place, y->place);
-
-	return c ? c : cmp_u64(x->addr, y->addr);
-}
-
-/* BlockComparatorSize: (stream, size, address). */
-static int cmp_size(const struct rp_rb_node *a, const struct rp_rb_node *b)
-{
-	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
-	int c = cmp_u64(x->stream, y->stream);
-
-	if (!c)
-		c = cmp_u64(x->size, y->size);
-	return c ? c : cmp_place(x, y);
-}
-
-/* BlockComparatorAddress: (stream, address). */
+/* BlockComparatorAddress: (stream, address), with the address as in
+ * rp_torch_cmp_size. */
 int rp_torch_cmp_address(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
-	int c = cmp_u64(x->stream, y->stream);
 
-	return c ? c : cmp_place(x, y);
-}
-
-int rp_torch_key_size(const void *key, const struct rp_rb_node *n)
-{
-	return cmp_size(&((const struct torch_block *)key)->node, n);
+	return rp_cmp4(x->stream, y->stream, x->place, y->place, x->addr, y->addr, 0, 0);
 }
 
 /* ---- blocks and segments ---- */
 
-/* Block records start on a cache line (see struct torch_block). */
-#define BLOCK_ALIGN 64
-#define BLOCK_BYTES ((sizeof(struct torch_block) + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN)
-
+/* Block records start on a cache line (rp_rb_record_new; see struct
+ * torch_block); the pool's spare ones are used first. */
 struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size)
 {
 	struct torch_block *b = pool->spare;
 
-	if (b)
+	if (b) {
 		pool->spare = b->next;
-	else if (!(b = aligned_alloc(BLOCK_ALIGN, BLOCK_BYTES)))
+		memset(b, 0, sizeof(*b));
+	} else if (!(b = rp_rb_record_new(sizeof(*b)))) {
 		return NULL;
-	memset(b, 0, sizeof(*b));
+	}
 	b->seg = seg;
 	b->place = seg->place;
 	b->pool = pool;
@@ -105,7 +66,7 @@ void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
 void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
 {
 	b->gc_count_base = pool->get_free_blocks_call_count;
-	rp_rb_insert(&pool->blocks, &b->node, cmp_size);
+	rp_rb_insert(&pool->blocks, &b->node, rp_torch_cmp_size);
 }
 
 void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b)
