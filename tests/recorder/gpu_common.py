@@ -1,4 +1,4 @@
-"""Shared by the recorder's gpu test files (gpu_tests.py,
+"""Shared by the recorder's gpu test files (gpu_tests.py, gpu_launcher_tests.py,
 gpu_multiproc_tests.py): the environment they run in, TAP output, GPU
 detection, and `memtrace record` with its output captured.
 
@@ -9,6 +9,7 @@ import ctypes
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -67,9 +68,19 @@ def torchrun_cmd():
 
 
 def record(out, prog, *args, opts=(), env=None, timeout=300, cwd=None):
+    """`memtrace record` run to its end (a CompletedProcess). Past timeout
+    seconds the whole process tree is killed (its own session: a launcher's
+    children would otherwise hold the pipes open) and TimeoutExpired raised."""
     cmd = [MEMTRACE, "record", "-o", out] + list(opts) + ["--", prog] + list(args)
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=timeout, env=env, cwd=cwd)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, cwd=cwd, start_new_session=True)
+    try:
+        stdout, stderr = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)
 
 
 def sample(name):
