@@ -16,7 +16,7 @@ int rp_torch_cmp_address(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
 
-	return rp_cmp4(x->stream, y->stream, x->seq, y->seq, x->addr, y->addr, 0, 0);
+	return rp_cmp4(x->stream, y->stream, x->place, y->place, x->addr, y->addr, 0, 0);
 }
 
 /* ---- blocks and segments ---- */
@@ -35,7 +35,7 @@ struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_p
 		return NULL;
 	}
 	b->seg = seg;
-	b->seq = seg->seq;
+	b->place = seg->place;
 	b->pool = pool;
 	b->stream = stream;
 	b->addr = addr;
@@ -107,7 +107,7 @@ struct torch_block *rp_torch_segment_add(struct torch_alloc *t, struct torch_poo
 
 	if (!s)
 		return NULL;
-	s->seq = t->next_seq++;
+	s->place = UINT64_MAX - t->segments_made++; /* below the earlier ones */
 	b = rp_torch_block_new(s, pool, stream, addr, bytes);
 	if (!b) {
 		free(s);
