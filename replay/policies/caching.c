@@ -16,7 +16,7 @@
  *   the rest in the large pool; each pool keeps its free blocks of every
  *   stream in one set ordered by (stream, size, address) — the address taken
  *   as (segment place, address), each new segment placed below the earlier
- *   ones as cudaMalloc places them, see cmp_place.
+ *   ones as cudaMalloc places them, see rp_torch_cmp_size.
  * - segment size (get_allocation_size): 2 MiB for small requests, 20 MiB for
  *   requests under 10 MiB, otherwise the request rounded up to 2 MiB; one
  *   mt_backend_alloc (cudaMalloc) per segment.
