@@ -169,6 +169,28 @@ int cli_keep_old(const char *cmd, const char *path)
 	return CLI_EXIT_OK;
 }
 
+static bool starts_as_sqlite(const char *path)
+{
+	static const char magic[16] = "SQLite format 3";
+	char head[sizeof(magic)];
+	FILE *f = fopen(path, "rb");
+	bool yes = f && fread(head, 1, sizeof(head), f) == sizeof(head) &&
+	           memcmp(head, magic, sizeof(magic)) == 0;
+
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+int cli_keep_trace_before_picture(const char *cmd, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || (S_ISREG(st.st_mode) && !starts_as_sqlite(path)))
+		return CLI_EXIT_OK; /* nothing there, or a plain file to replace */
+	return cli_keep_old(cmd, path);
+}
+
 int cli_incomplete_note(struct mt_reader *r, char *line, size_t len)
 {
 	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];

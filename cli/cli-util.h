@@ -70,6 +70,13 @@ char *cli_command_line(int argc, char **argv);
  * and returns CLI_EXIT_FAILURE. */
 int cli_keep_old(const char *cmd, const char *path);
 
+/* Before a picture is written at path (which then replaces a plain file of
+ * that name, as any tool's output does): a memtrace trace there is kept as
+ * path.N, as cli_keep_old does; a folder, a link, or a file that starts as
+ * an SQLite database but is no readable trace is left alone and refused.
+ * Prints one line and returns CLI_EXIT_FAILURE, or CLI_EXIT_OK. */
+int cli_keep_trace_before_picture(const char *cmd, const char *path);
+
 /* For an incomplete trace (mt_reader_incomplete: a writer stopped without
  * closing it), one line saying so and what the reader leaves out, for info
  * and report: "incomplete: a writer stopped without closing the trace; only

@@ -294,6 +294,8 @@ int cli_cmd_render(int argc, char **argv)
 		          errno == ENOENT ? "no such folder" : "folder not writable");
 		return CLI_EXIT_FAILURE;
 	}
+	if ((rc = cli_keep_trace_before_picture(CMD, out)) != CLI_EXIT_OK)
+		return rc;
 	rc = cli_open_trace(CMD, trace, &r);
 	if (rc != CLI_EXIT_OK)
 		return rc;

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -413,12 +414,27 @@ static void print_capacity(const struct cli_capacity *c)
 		printf("capacity: %s (%s)\n", mt_size_format(c->bytes, a, sizeof(a)), c->why);
 }
 
-static int save(const char *path, const struct outcome *o, size_t n,
+/* Whether PATH still names the file that was read (READ, from stat when it
+ * was opened): a trace renamed over it meanwhile must not receive this
+ * trace's results (issue 16 item 5). */
+static bool same_file(const char *path, const struct stat *read)
+{
+	struct stat now;
+	return stat(path, &now) == 0 && now.st_dev == read->st_dev && now.st_ino == read->st_ino;
+}
+
+static int save(const char *path, const struct stat *read, const struct outcome *o, size_t n,
                 const struct mt_request_stream *s, const struct run_context *ctx)
 {
 	struct mt_writer *w = mt_writer_new();
 	struct timespec now;
 	int rc = w ? mt_writer_open(w, path, 0) : -ENOMEM;
+	if (rc == 0 && !same_file(path, read)) { /* checked once the writer holds it */
+		cli_error(CMD, "%s was replaced while replaying; results not saved (rerun on it)",
+		          path);
+		mt_writer_free(w);
+		return CLI_EXIT_FAILURE;
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char name[128];
@@ -535,6 +551,8 @@ int cli_cmd_replay(int argc, char **argv)
 	struct mt_reader *reader;
 	if ((rc = cli_open_trace(CMD, path, &reader)) != CLI_EXIT_OK)
 		return rc;
+	struct stat read_id = { 0 }; /* left zero if gone: save then refuses */
+	(void)stat(path, &read_id);
 	struct mt_request_stream *s = NULL;
 	char err[256];
 	uint32_t row = 0; /* the first device with allocations */
@@ -600,7 +618,7 @@ int cli_cmd_replay(int argc, char **argv)
 				       (unsigned long long)ctx.failed, ctx.failed == 1 ? "" : "s");
 		}
 		if (rc == CLI_EXIT_OK && !no_save)
-			rc = save(path, out, n, s, &ctx);
+			rc = save(path, &read_id, out, n, s, &ctx);
 	}
 	for (size_t i = 0; out && i < n; i++)
 		mt_replay_result_release(&out[i].res);

@@ -1,7 +1,8 @@
 /* staged-output.h — a file written under a temporary name beside its
  * final one and renamed into place only when complete, so that a failed
  * import or export leaves nothing under the output name (and an existing
- * file there is kept as NAME.old, as every command keeps traces).
+ * trace there is kept as NAME.N, as every command keeps traces; anything
+ * else there is refused).
  */
 #ifndef MEMTRACE_CLI_STAGED_OUTPUT_H
 #define MEMTRACE_CLI_STAGED_OUTPUT_H
@@ -19,7 +20,7 @@ struct cli_staged {
  * and returns CLI_EXIT_FAILURE, or CLI_EXIT_OK. */
 int cli_staged_begin(const char *cmd, struct cli_staged *s, const char *path);
 
-/* Keeps an existing file at the final name as NAME.old, then renames the
+/* Keeps an existing trace at the final name as NAME.N (cli_keep_old), then renames the
  * temporary file (and SQLite side files left beside it) into place. Prints
  * one error line and returns CLI_EXIT_FAILURE (the temporary file is
  * removed), or CLI_EXIT_OK. */
