@@ -358,6 +358,7 @@ struct mt_report_replay {
 	const struct mt_replay_record *rec; /* owned by the reader */
 	uint64_t peak_reserved;
 	uint64_t oom_count;
+	uint64_t capacity; /* it ran against (memtrace replay's "capacity"); 0 none or not saved */
 };
 
 /* What a failed allocation was to the program (see mt_report.failures). */
@@ -403,9 +404,11 @@ struct mt_report_oom {
 	size_t nlargest;
 	/* room for the allocator: the device total less what the reading
 	 * shows outside the allocator (other processes, CUDA context and
-	 * libraries); the device total when there is no reading */
+	 * libraries); the device total when there is no reading. room_known
+	 * false: the trace does not record the device's memory (an import),
+	 * room is 0 and no verdict is held. */
 	uint64_t room;
-	bool room_from_reading;
+	bool room_from_reading, room_known;
 	uint64_t lower_bound;            /* live_bytes + the request: no allocator needs less */
 	struct mt_oom_verdict *verdicts; /* per saved replay, as mt_report.replays */
 	size_t smallest;                 /* the replay that needs least, (size_t)-1 none */

@@ -72,10 +72,10 @@ static int saved_replays(struct mt_report *rep)
 		if (j == rep->nreplays)
 			rep->nreplays++;
 		root = recs[i].result_json ? json_loads(recs[i].result_json, 0, NULL) : NULL;
-		rep->replays[j] =
-		        (struct mt_report_replay){ &recs[i],
-			                           json_u64(root, "peak_reserved", NULL, 0),
-			                           json_u64(root, "oom_count", NULL, 0) };
+		rep->replays[j] = (struct mt_report_replay){
+			&recs[i], json_u64(root, "peak_reserved", NULL, 0),
+			json_u64(root, "oom_count", NULL, 0), json_u64(root, "capacity", "bytes", 0)
+		};
 		json_decref(root);
 	}
 	return 0;
@@ -303,7 +303,8 @@ static int explain(struct mt_report *rep, struct mt_report_oom *o, char *err, si
 	if (rc < 0)
 		return rc;
 	o->room = d->dev->total_bytes;
-	if (o->anatomy.available) {
+	o->room_known = o->room > 0;
+	if (o->room_known && o->anatomy.available) {
 		uint64_t outside = (uint64_t)(o->anatomy.part[MT_PART_OTHER_PROCESSES] +
 		                              o->anatomy.part[MT_PART_CONTEXT]);
 
@@ -318,7 +319,7 @@ static int explain(struct mt_report *rep, struct mt_report_oom *o, char *err, si
 		struct mt_oom_verdict *v = &o->verdicts[j];
 
 		v->needs = needs(&rep->replays[j], ts, o->f->bytes);
-		v->held = v->needs <= o->room;
+		v->held = o->room_known && v->needs <= o->room;
 		if (v->needs != UINT64_MAX &&
 		    (o->smallest == (size_t)-1 || v->needs < o->verdicts[o->smallest].needs))
 			o->smallest = j;

@@ -137,20 +137,24 @@ static json_t *pair(const uint64_t v[2])
 	return json_pack("[o, o]", jint(v[0]), jint(v[1]));
 }
 
-static json_t *run_json(const struct mt_compare_run *run, const char *path)
+/* A run; its device named by the CUDA device number the program saw, as
+ * report names it. */
+static json_t *run_json(const struct mt_compare_run *run, const char *path, struct mt_reader *r)
 {
+	const struct mt_device *dev = mt_reader_device_by_id(r, run->device);
 	json_t *ooms = json_array();
 	size_t i;
 
 	for (i = 0; i < run->nooms && i < MT_COMPARE_OOMS; i++)
 		json_array_append_new(ooms, json_pack("{s:o, s:o}", "at_ns", jint(run->oom[i].at),
 		                                      "request_bytes", jint(run->oom[i].bytes)));
-	return json_pack(
-	        "{s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "trace", path, "device",
-	        jint(run->device), "layer", mt_layer_name(run->layer), "peak_live_bytes",
-	        jint(run->peak_live), "peak_at_ns", jint(run->peak_live_at), "peak_reserved_bytes",
-	        jint(run->peak_reserved), "allocations", jint(run->allocations), "bytes_allocated",
-	        jint(run->bytes_allocated), "oom_count", jint(run->nooms), "first_ooms", ooms);
+	return json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "trace", path,
+	                 "device", dev ? jint(dev->ordinal) : json_null(), "layer",
+	                 mt_layer_name(run->layer), "peak_live_bytes", jint(run->peak_live),
+	                 "peak_at_ns", jint(run->peak_live_at), "peak_reserved_bytes",
+	                 jint(run->peak_reserved), "allocations", jint(run->allocations),
+	                 "bytes_allocated", jint(run->bytes_allocated), "oom_count",
+	                 jint(run->nooms), "first_ooms", ooms);
 }
 
 static json_t *sites_json(const struct mt_compare_site *v, size_t n)
@@ -164,7 +168,8 @@ static json_t *sites_json(const struct mt_compare_site *v, size_t n)
 	return arr;
 }
 
-static int print_json(const struct mt_compare *c, const char *pa, const char *pb)
+static int print_json(const struct mt_compare *c, const char *pa, const char *pb,
+                      struct mt_reader *a, struct mt_reader *b)
 {
 	json_t *ranges = json_array(), *only = json_array();
 	size_t i;
@@ -187,7 +192,7 @@ static int print_json(const struct mt_compare *c, const char *pa, const char *pb
 		                                                          ? c->nonly[side]
 		                                                          : MT_COMPARE_TOP)));
 	return cli_print_json(json_pack("{s:[o, o], s:o, s:o, s:o}", "runs",
-	                                run_json(&c->run[0], pa), run_json(&c->run[1], pb),
+	                                run_json(&c->run[0], pa, a), run_json(&c->run[1], pb, b),
 	                                "ranges", ranges, "at_peak_by_site",
 	                                sites_json(c->at_peak, c->nat_peak), "only_in", only));
 }
@@ -231,7 +236,7 @@ int cli_cmd_compare(int argc, char **argv)
 		rc = CLI_EXIT_FAILURE;
 	} else if (rc == CLI_EXIT_OK) {
 		if (json) {
-			rc = print_json(&c, argv[optind], argv[optind + 1]);
+			rc = print_json(&c, argv[optind], argv[optind + 1], a, b);
 		} else {
 			print_text(&c, argv[optind], argv[optind + 1]);
 			rc = fflush(stdout) == EOF ? CLI_EXIT_FAILURE : CLI_EXIT_OK;

@@ -13,6 +13,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "memtrace-analyze.h"
 #include "memtrace-interop.h"
 #include "staged-output.h"
 
@@ -41,7 +42,8 @@ static void usage(void)
 	      "  -o, --output FILE  the file to write; an existing file is kept as FILE.old;\n"
 	      "                     '-' writes to stdout (then --format is needed)\n"
 	      "  -f, --format NAME  write this format whatever FILE's extension\n"
-	      "  -d, --device N     only the trace's device row N (memtrace info lists them)\n"
+	      "  -d, --device N     only device N, the CUDA device number the program saw (as\n"
+	      "                     report and info name it)\n"
 	      "      --kernels      perfetto, chrome: kernels as slices too\n"
 	      "      --at TIME      folded, snapshot --policy: the moment, since the\n"
 	      "                     device's first memory event: 1.5 (seconds), 1.5s,\n"
@@ -55,7 +57,10 @@ static void usage(void)
 	      stdout);
 }
 
-static int export(const char *trace, FILE *out, const char *name, struct mt_export_options *opt)
+/* ordinal: the --device given (the CUDA device number the program saw),
+ * else -1: every device. */
+static int export(const char *trace, FILE *out, const char *name, struct mt_export_options *opt,
+                  int64_t ordinal)
 {
 	struct mt_export_result res;
 	struct cli_progress bar;
@@ -65,6 +70,11 @@ static int export(const char *trace, FILE *out, const char *name, struct mt_expo
 
 	if (rc)
 		return rc;
+	if (ordinal >= 0 && mt_analyze_device_by_ordinal(r, (unsigned)ordinal, &opt->device, err,
+	                                                 sizeof(err)) < 0) {
+		mt_reader_free(r);
+		return cli_usage_error(CMD, "--device: %s", err);
+	}
 	cli_progress_start(&bar, "exporting", 0);
 	opt->progress = cli_progress_callback;
 	opt->progress_arg = &bar;
@@ -98,6 +108,7 @@ int cli_cmd_export(int argc, char **argv)
 	const char *path = NULL, *trace;
 	struct cli_staged staged;
 	uint64_t device = 0;
+	int64_t ordinal = -1; /* every device */
 	struct stat st;
 	FILE *out;
 	int c, rc;
@@ -118,9 +129,10 @@ int cli_cmd_export(int argc, char **argv)
 			break;
 		case 'd':
 			rc = cli_parse_u64(CMD, "--device", optarg, &device);
-			if (!rc && (!device || device > UINT32_MAX))
-				return cli_usage_error(CMD, "--device: '%s' is not a device row",
+			if (!rc && device > UINT32_MAX)
+				return cli_usage_error(CMD, "--device: '%s' is out of range",
 				                       optarg);
+			ordinal = (int64_t)device;
 			break;
 		case 'k':
 			opt.kernels = true;
@@ -155,12 +167,11 @@ int cli_cmd_export(int argc, char **argv)
 		                       "no format follows from the name '%s': name one with "
 		                       "--format",
 		                       path);
-	opt.device = (uint32_t)device;
 	if (opt.policy && strcmp(mt_interop_format_name(opt.format), "snapshot"))
 		return cli_usage_error(CMD, "--policy applies to the snapshot format");
 
 	if (!strcmp(path, "-"))
-		return export(trace, stdout, "stdout", &opt);
+		return export(trace, stdout, "stdout", &opt, ordinal);
 	/* a device or a pipe (/dev/null, /dev/stdout, a FIFO) is written
 	 * as it is: there is nothing to stage or keep */
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -168,7 +179,7 @@ int cli_cmd_export(int argc, char **argv)
 			cli_error(CMD, "%s: %s", path, strerror(errno));
 			return CLI_EXIT_FAILURE;
 		}
-		rc = export(trace, out, path, &opt);
+		rc = export(trace, out, path, &opt, ordinal);
 		if (fclose(out) == EOF && rc == CLI_EXIT_OK) {
 			cli_error(CMD, "%s: %s", path, strerror(errno));
 			rc = CLI_EXIT_FAILURE;
@@ -183,7 +194,7 @@ int cli_cmd_export(int argc, char **argv)
 		cli_staged_abort(&staged);
 		return CLI_EXIT_FAILURE;
 	}
-	rc = export(trace, out, path, &opt);
+	rc = export(trace, out, path, &opt, ordinal);
 	if (fclose(out) == EOF && rc == CLI_EXIT_OK) {
 		cli_error(CMD, "%s: %s", path, strerror(errno));
 		rc = CLI_EXIT_FAILURE;

@@ -37,6 +37,7 @@ struct run_context {
 	const char *backend_arg, *limit_arg, *device_arg; /* NULL: not given */
 	bool find_min;
 	struct cli_capacity capacity;
+	uint64_t failed; /* the trace's failed allocations on the device, left out */
 };
 
 struct outcome {
@@ -85,6 +86,10 @@ static void usage(FILE *f)
 	        "cpu s (seconds in --json): CPU seconds of the policy's replay. Under sim the\n"
 	        "policies replay at once, a thread each, sharing one pass over the trace,\n"
 	        "whose reading is not counted (stream_seconds in --json).\n"
+	        "OOMs (oom_count in --json): requests the policy could not serve at the\n"
+	        "capacity. The trace's own failed allocations are not replayed\n"
+	        "(failed_allocations_left_out in --json); memtrace report says which saved\n"
+	        "replay would have held each OOM the program saw.\n"
 	        "frag (fragmentation in --json): free space inside segments that hold a\n"
 	        "live block, as a share of the bytes reserved, when the policy first holds\n"
 	        "the peak of live bytes; - when the policy cannot list its segments or ran\n"
@@ -161,6 +166,8 @@ static json_t *result_json(const struct outcome *o, const struct run_context *ct
 	                    r->steady_iterations ? json_real(r->calls_per_iteration) : json_null());
 	json_object_set_new(j, "steady_iterations", json_integer((json_int_t)r->steady_iterations));
 	json_object_set_new(j, "oom_count", json_integer((json_int_t)r->oom_count));
+	json_object_set_new(j, "failed_allocations_left_out",
+	                    json_integer((json_int_t)ctx->failed));
 	if (r->oom_count) {
 		json_t *largest = json_array();
 		for (size_t i = 0; i < MT_REPLAY_OOM_LARGEST && r->first_oom.largest[i]; i++)
@@ -538,6 +545,14 @@ int cli_cmd_replay(int argc, char **argv)
 		return cli_usage_error(CMD, "--device: %s", err);
 	}
 	int lrc = mt_request_stream_load(&s, reader, row, err, sizeof(err));
+	if (lrc == 0) {
+		struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+		struct mt_query q = { .device = mt_request_stream_device(s) };
+		if ((lrc = mt_reader_kind_stats(reader, &q, st)) < 0)
+			snprintf(err, sizeof(err), "%s", mt_reader_message(reader));
+		else
+			ctx.failed = st[MT_EVENT_ALLOC_FAILED].events;
+	}
 	if (lrc == 0)
 		lrc = cli_capacity_choose(reader, mt_request_stream_device(s), ctx.limit_arg, limit,
 		                          kind == MT_BACKEND_CUDA, &ctx.capacity, err, sizeof(err));
@@ -577,6 +592,12 @@ int cli_cmd_replay(int argc, char **argv)
 			print_capacity(&ctx.capacity);
 			print_table(out, n, s, kind == MT_BACKEND_CUDA, ctx.find_min);
 			print_ooms(out, n, s, &ctx.capacity);
+			if (ctx.failed)
+				printf("the trace records %llu failed allocation%s, which no "
+				       "replay "
+				       "repeats: memtrace report says which policy would have held "
+				       "each OOM\n",
+				       (unsigned long long)ctx.failed, ctx.failed == 1 ? "" : "s");
 		}
 		if (rc == CLI_EXIT_OK && !no_save)
 			rc = save(path, out, n, s, &ctx);

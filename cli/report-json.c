@@ -156,7 +156,7 @@ static json_t *verdicts_json(const struct mt_report *rep, const struct mt_report
 		json_t *p = replay_json(&rep->replays[k]);
 		bool known = v->needs != UINT64_MAX;
 
-		json_object_set_new(p, "held", json_boolean(v->held));
+		json_object_set_new(p, "held", o->room_known ? json_boolean(v->held) : json_null());
 		json_object_set_new(p, "needs_bytes", known ? jint(v->needs) : json_null());
 		json_object_set_new(p, "spare_bytes",
 		                    v->held ? jint(o->room - v->needs) : json_null());
@@ -193,7 +193,7 @@ static json_t *oom_json(const struct mt_report *rep, size_t i)
 	                                                             : jint(o->reserved));
 	json_object_set_new(j, "largest_live", allocs_json(rep, o->largest, o->nlargest, o->f->ts));
 	json_object_set_new(j, "anatomy", anatomy_json(rep, &o->anatomy));
-	json_object_set_new(j, "room_bytes", jint(o->room));
+	json_object_set_new(j, "room_bytes", o->room_known ? jint(o->room) : json_null());
 	json_object_set_new(j, "room_from_reading", json_boolean(o->room_from_reading));
 	json_object_set_new(j, "lower_bound_bytes", jint(o->lower_bound));
 	json_object_set_new(j, "replays", verdicts_json(rep, o));

@@ -259,16 +259,26 @@ static const char *spec(const struct mt_report_replay *p, char *buf, size_t len)
 	return buf;
 }
 
-static void print_verdicts(const struct mt_report *rep, const struct mt_report_oom *o)
+/* "its replay ran out of memory before", naming the capacity it ran
+ * against when saved. */
+static const char *ran_out(const struct mt_report_replay *p, char *buf, size_t len)
 {
-	char a[32], b[32], name[160];
+	char size[32];
+
+	if (p->capacity)
+		snprintf(buf, len, "its replay at %s ran out of memory before",
+		         sz(p->capacity, size));
+	else
+		snprintf(buf, len, "its replay ran out of memory before");
+	return buf;
+}
+
+/* Which saved replays held the OOM (o's room is known), and which not. */
+static void print_held(const struct mt_report *rep, const struct mt_report_oom *o)
+{
+	char a[32], b[32], name[160], why[96];
 	size_t k, n;
 
-	if (!rep->nreplays) {
-		printf("    policies: no saved replays (memtrace replay --policy all saves "
-		       "them)\n");
-		return;
-	}
 	printf("    held by ");
 	for (k = 0, n = 0; k < rep->nreplays; k++)
 		if (o->verdicts[k].held)
@@ -283,11 +293,37 @@ static void print_verdicts(const struct mt_report *rep, const struct mt_report_o
 			continue;
 		printf("%s%s ", n++ ? ", " : "", spec(&rep->replays[k], name, sizeof(name)));
 		if (v->needs == UINT64_MAX)
-			printf("(its replay ran out of memory before)");
+			printf("(%s)", ran_out(&rep->replays[k], why, sizeof(why)));
 		else
 			printf("(needs %s, %s more)", sz(v->needs, a), sz(v->needs - o->room, b));
 	}
 	printf("%s\n", n ? "" : "any saved policy");
+}
+
+static void print_verdicts(const struct mt_report *rep, const struct mt_report_oom *o)
+{
+	char a[32], name[160], why[96];
+	size_t k;
+
+	if (!rep->nreplays) {
+		printf("    policies: no saved replays (memtrace replay --policy all saves "
+		       "them)\n");
+		return;
+	}
+	if (!o->room_known) { /* what each needs; none is judged */
+		printf("    what each saved policy needs:");
+		for (k = 0; k < rep->nreplays; k++) {
+			const struct mt_oom_verdict *v = &o->verdicts[k];
+
+			printf("%s %s (%s)", k ? "," : "",
+			       spec(&rep->replays[k], name, sizeof(name)),
+			       v->needs == UINT64_MAX ? ran_out(&rep->replays[k], why, sizeof(why))
+			                              : sz(v->needs, a));
+		}
+		printf("\n");
+	} else {
+		print_held(rep, o);
+	}
 	if (o->smallest != (size_t)-1)
 		printf("    smallest capacity that would have held it: %s (%s)\n",
 		       sz(o->verdicts[o->smallest].needs, a),
@@ -325,12 +361,18 @@ static void print_oom(const struct mt_report *rep, size_t i)
 	} else {
 		printf("    anatomy: not available: %s\n", o->anatomy.why);
 	}
-	printf("    room for the allocator %s (%s)\n", sz(o->room, a),
-	       o->room_from_reading ? "the device less what the reading shows outside it"
-	                            : "the device total: no reading");
-	printf("    lower bound %s (live + the request): %s\n", sz(o->lower_bound, a),
-	       o->lower_bound <= o->room ? "an allocator that wastes nothing holds it"
-	                                 : "no allocator holds it in this room");
+	if (!o->room_known) {
+		printf("    room for the allocator unknown: the trace does not record the "
+		       "device's memory\n");
+		printf("    lower bound %s (live + the request)\n", sz(o->lower_bound, a));
+	} else {
+		printf("    room for the allocator %s (%s)\n", sz(o->room, a),
+		       o->room_from_reading ? "the device less what the reading shows outside it"
+		                            : "the device total: no reading");
+		printf("    lower bound %s (live + the request): %s\n", sz(o->lower_bound, a),
+		       o->lower_bound <= o->room ? "an allocator that wastes nothing holds it"
+		                                 : "no allocator holds it in this room");
+	}
 	print_verdicts(rep, o);
 }
 

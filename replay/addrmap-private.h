@@ -23,6 +23,7 @@ struct rp_addrmap {
 	struct rp_addrmap_slot *slots;
 	size_t mask; /* capacity - 1 (capacity a power of two), 0 before the first put */
 	size_t count;
+	unsigned shift; /* 64 - log2(capacity): a hash's high bits pick the slot */
 };
 
 /* Zero-initialising the struct gives an empty map too. */

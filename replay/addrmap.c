@@ -7,12 +7,11 @@
 
 #include "addrmap-private.h"
 
-static inline size_t slot_of(uint64_t key, size_t mask)
+static inline size_t slot_of(uint64_t key, unsigned shift)
 {
 	/* Fibonacci hashing: the product's high bits mix every bit of the key
 	 * (addresses share many low zero bits, so the low bits would not). */
-	unsigned bits = (unsigned)__builtin_popcountll(mask);
-	return bits ? (size_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - bits)) : 0;
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> shift);
 }
 
 void rp_addrmap_init(struct rp_addrmap *m)
@@ -20,6 +19,7 @@ void rp_addrmap_init(struct rp_addrmap *m)
 	m->slots = NULL;
 	m->mask = 0;
 	m->count = 0;
+	m->shift = 0;
 }
 
 void rp_addrmap_release(struct rp_addrmap *m)
@@ -31,13 +31,14 @@ void rp_addrmap_release(struct rp_addrmap *m)
 static int grow(struct rp_addrmap *m)
 {
 	size_t cap = m->slots ? (m->mask + 1) * 2 : 64;
+	unsigned shift = m->slots ? m->shift - 1 : 64 - 6;
 	struct rp_addrmap_slot *slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return -ENOMEM;
 	for (size_t i = 0; m->slots && i <= m->mask; i++) {
 		if (!m->slots[i].key)
 			continue;
-		size_t j = slot_of(m->slots[i].key, cap - 1);
+		size_t j = slot_of(m->slots[i].key, shift);
 		while (slots[j].key)
 			j = (j + 1) & (cap - 1);
 		slots[j] = m->slots[i];
@@ -45,17 +46,19 @@ static int grow(struct rp_addrmap *m)
 	free(m->slots);
 	m->slots = slots;
 	m->mask = cap - 1;
+	m->shift = shift;
 	return 0;
 }
 
 int rp_addrmap_put(struct rp_addrmap *m, uint64_t key, uint64_t value)
 {
-	if (!m->slots || (m->count + 1) * 2 > m->mask + 1) { /* load <= 1/2: short chains */
+	/* load <= 1/4: chains of one, mostly */
+	if (!m->slots || (m->count + 1) * 4 > m->mask + 1) {
 		int rc = grow(m);
 		if (rc < 0)
 			return rc;
 	}
-	size_t i = slot_of(key, m->mask);
+	size_t i = slot_of(key, m->shift);
 	while (m->slots[i].key && m->slots[i].key != key)
 		i = (i + 1) & m->mask;
 	if (!m->slots[i].key)
@@ -69,7 +72,7 @@ static struct rp_addrmap_slot *lookup(const struct rp_addrmap *m, uint64_t key)
 {
 	if (!m->slots)
 		return NULL;
-	size_t i = slot_of(key, m->mask);
+	size_t i = slot_of(key, m->shift);
 	while (m->slots[i].key) {
 		if (m->slots[i].key == key)
 			return &m->slots[i];
@@ -100,7 +103,7 @@ bool rp_addrmap_remove(struct rp_addrmap *m, uint64_t key, uint64_t *value)
 		i = (i + 1) & m->mask;
 		if (!m->slots[i].key)
 			break;
-		size_t home = slot_of(m->slots[i].key, m->mask);
+		size_t home = slot_of(m->slots[i].key, m->shift);
 		/* entry at i may move to hole if home is not in (hole, i] cyclically */
 		if (((i - home) & m->mask) >= ((i - hole) & m->mask)) {
 			m->slots[hole] = m->slots[i];

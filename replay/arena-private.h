@@ -35,15 +35,17 @@ struct rp_arena_segment;
 
 #define RP_ARENA_CLASSES 512
 
+/* A block. The tree node and the fields the trees order by come first and
+ * records start on a cache line, so a step of a descent reads one line. */
 struct rp_arena_block {
-	uint64_t address;
-	uint64_t bytes;
+	struct rp_rb_node node; /* in the free tree while free */
 	uint64_t stream;
-	uint64_t requested;                 /* allocated: bytes the owner was asked for */
-	uint64_t seq;                       /* its segment's creation number */
+	uint64_t bytes;
+	uint64_t seq; /* its segment's creation number */
+	uint64_t address;
 	struct rp_arena_block *prev, *next; /* address neighbours in the segment */
 	struct rp_arena_segment *segment;
-	struct rp_rb_node node; /* in the free tree while free */
+	uint64_t requested; /* allocated: bytes the owner was asked for */
 	bool allocated;
 };
 
@@ -58,6 +60,14 @@ struct rp_arena_segment {
 	struct rp_rb_node node; /* in the segment tree, by seq */
 };
 
+/* A place of the first-fit tournament: a block and its position (segment
+ * creation number, address) beside it, so that replaying a match reads no
+ * block; an empty place has no block and the highest position. */
+struct rp_arena_seat {
+	uint64_t seq, address;
+	struct rp_arena_block *block;
+};
+
 struct rp_arena {
 	enum rp_arena_fit fit;
 	bool per_stream;
@@ -65,9 +75,9 @@ struct rp_arena {
 	struct rp_rb_tree free_tree; /* best fit: free blocks */
 	/* first fit: free blocks per size class, and a tournament tree over
 	 * the classes' lowest blocks (leaf RP_ARENA_CLASSES + c: class c's
-	 * lowest; inner nodes: the lower of their children; NULL: none) */
+	 * lowest; inner nodes: the lower of their children) */
 	struct rp_rb_tree classes[RP_ARENA_CLASSES];
-	struct rp_arena_block *class_min[2 * RP_ARENA_CLASSES];
+	struct rp_arena_seat class_min[2 * RP_ARENA_CLASSES];
 	struct rp_rb_tree segments; /* by creation (seq) */
 	uint64_t next_seq;
 	struct rp_addrmap live;       /* address -> allocated block */

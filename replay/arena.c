@@ -17,11 +17,6 @@ struct fit_key {
 	uint64_t address;
 };
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return (a > b) - (a < b);
-}
-
 #define BLOCK(n) rp_rb_entry(n, struct rp_arena_block, node)
 #define SEGMENT(n) rp_rb_entry(n, struct rp_arena_segment, node)
 
@@ -30,18 +25,15 @@ static int cmp_u64(uint64_t a, uint64_t b)
  * sim backend's, and a replay must choose alike on both. */
 static int pos_cmp(uint64_t seq_a, uint64_t addr_a, const struct rp_arena_block *b)
 {
-	int c = cmp_u64(seq_a, b->seq);
-	return c ? c : cmp_u64(addr_a, b->address);
+	return rp_cmp4(seq_a, b->seq, addr_a, b->address, 0, 0, 0, 0);
 }
 
 static int best_key_cmp(const void *key, const struct rp_rb_node *n)
 {
 	const struct fit_key *k = key;
 	const struct rp_arena_block *b = BLOCK(n);
-	int c = cmp_u64(k->stream, b->stream);
-	if (!c)
-		c = cmp_u64(k->bytes, b->bytes);
-	return c ? c : pos_cmp(k->seq, k->address, b);
+	return rp_cmp4(k->stream, b->stream, k->bytes, b->bytes, k->seq, b->seq, k->address,
+	               b->address);
 }
 
 static int best_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
@@ -58,7 +50,13 @@ static int first_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
 
 static int segment_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
-	return cmp_u64(SEGMENT(a)->seq, SEGMENT(b)->seq);
+	return rp_cmp4(SEGMENT(a)->seq, SEGMENT(b)->seq, 0, 0, 0, 0, 0, 0);
+}
+
+static struct rp_arena_seat seat_of(struct rp_arena_block *b)
+{
+	return b ? (struct rp_arena_seat){ b->seq, b->address, b }
+	         : (struct rp_arena_seat){ UINT64_MAX, UINT64_MAX, NULL };
 }
 
 void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, uint64_t min_split)
@@ -69,6 +67,8 @@ void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, u
 	a->min_split = min_split ? min_split : 1;
 	rp_rb_init(&a->free_tree);
 	rp_rb_init(&a->segments);
+	for (size_t i = 0; i < 2 * RP_ARENA_CLASSES; i++)
+		a->class_min[i] = seat_of(NULL);
 	rp_addrmap_init(&a->live);
 	a->allocated = 0;
 	a->reserved = 0;
@@ -110,7 +110,7 @@ static struct rp_arena_block *new_block(struct rp_arena *a)
 		a->spare = b->next;
 		return b;
 	}
-	return malloc(sizeof(*b));
+	return rp_rb_record_new(sizeof(*b));
 }
 
 /* 8 classes per power of two: [2^e + k 2^(e-3), 2^e + (k+1) 2^(e-3)) */
@@ -120,20 +120,23 @@ static unsigned size_class(uint64_t x)
 	return e < 3 ? (unsigned)x : e * 8 + (unsigned)((x >> (e - 3)) & 7);
 }
 
-static struct rp_arena_block *lower(struct rp_arena_block *x, struct rp_arena_block *y)
+static struct rp_arena_seat lower(struct rp_arena_seat x, struct rp_arena_seat y)
 {
-	if (!x || !y)
-		return x ? x : y;
-	return first_cmp(&x->node, &y->node) <= 0 ? x : y;
+	return rp_cmp4(x.seq, y.seq, x.address, y.address, 0, 0, 0, 0) <= 0 ? x : y;
 }
 
-/* Sets class c's lowest block and replays the tournament above it. */
+/* Sets class c's lowest block and replays the tournament above it, up to
+ * the first match whose winner stays (the ones above it stay too). */
 static void set_class_min(struct rp_arena *a, unsigned c, struct rp_arena_block *b)
 {
 	size_t i = RP_ARENA_CLASSES + c;
-	a->class_min[i] = b;
-	for (i /= 2; i >= 1; i /= 2)
-		a->class_min[i] = lower(a->class_min[2 * i], a->class_min[2 * i + 1]);
+	a->class_min[i] = seat_of(b);
+	for (i /= 2; i >= 1; i /= 2) {
+		struct rp_arena_seat w = lower(a->class_min[2 * i], a->class_min[2 * i + 1]);
+		if (w.block == a->class_min[i].block)
+			break;
+		a->class_min[i] = w;
+	}
 }
 
 static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
@@ -145,8 +148,8 @@ static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 	}
 	unsigned c = size_class(b->bytes);
 	rp_rb_insert(&a->classes[c], &b->node, first_cmp);
-	struct rp_arena_block *m = a->class_min[RP_ARENA_CLASSES + c];
-	if (!m || first_cmp(&b->node, &m->node) < 0)
+	struct rp_arena_seat *m = &a->class_min[RP_ARENA_CLASSES + c];
+	if (rp_cmp4(b->seq, m->seq, b->address, m->address, 0, 0, 0, 0) < 0)
 		set_class_min(a, c, b);
 }
 
@@ -157,9 +160,10 @@ static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
 		return;
 	}
 	unsigned c = size_class(b->bytes);
-	struct rp_rb_node *next = rp_rb_next(&b->node);
+	bool lowest = a->class_min[RP_ARENA_CLASSES + c].block == b;
+	struct rp_rb_node *next = lowest ? rp_rb_next(&b->node) : NULL;
 	rp_rb_erase(&a->classes[c], &b->node);
-	if (a->class_min[RP_ARENA_CLASSES + c] == b)
+	if (lowest)
 		set_class_min(a, c, next ? BLOCK(next) : NULL);
 }
 
@@ -197,7 +201,7 @@ int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, u
 static struct rp_arena_block *first_fit(struct rp_arena *a, uint64_t bytes)
 {
 	unsigned c = size_class(bytes);
-	struct rp_arena_block *best = NULL;
+	struct rp_arena_seat best = seat_of(NULL);
 	/* tournament minimum over classes [c + 1, CLASSES) */
 	for (size_t lo = RP_ARENA_CLASSES + c + 1, hi = 2 * RP_ARENA_CLASSES; lo < hi;
 	     lo /= 2, hi /= 2) {
@@ -206,14 +210,14 @@ static struct rp_arena_block *first_fit(struct rp_arena *a, uint64_t bytes)
 		if (hi & 1)
 			best = lower(best, a->class_min[--hi]);
 	}
-	struct rp_arena_block *own = a->class_min[RP_ARENA_CLASSES + c];
+	struct rp_arena_block *own = a->class_min[RP_ARENA_CLASSES + c].block;
 	for (struct rp_rb_node *n = own ? &own->node : NULL; n; n = rp_rb_next(n)) {
-		if (best && first_cmp(n, &best->node) > 0)
+		if (pos_cmp(best.seq, best.address, BLOCK(n)) < 0)
 			break;
 		if (BLOCK(n)->bytes >= bytes)
 			return BLOCK(n);
 	}
-	return best;
+	return best.block;
 }
 
 /* The free block of `stream` that the fit picks for bytes, or NULL. */

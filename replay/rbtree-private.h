@@ -13,6 +13,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 struct rp_rb_node {
 	struct rp_rb_node *parent;
@@ -37,6 +40,35 @@ typedef int (*rp_rb_key_fn)(const void *key, const struct rp_rb_node *n);
 	{                                                                                          \
 		NULL, 0                                                                            \
 	}
+
+/* The order of two keys of up to four 64-bit words, compared word by word
+ * (pass 0, 0 for words a key lacks): negative, zero or positive. The first
+ * two words decide almost always, and then without a branch that depends
+ * on the keys: a descent's comparisons on varied keys (two streams taking
+ * turns, sizes all over) would mispredict at every level otherwise. */
+static inline int rp_cmp4(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
+                          uint64_t b2, uint64_t a3, uint64_t b3)
+{
+	unsigned __int128 ah = (unsigned __int128)a0 << 64 | a1,
+	                  bh = (unsigned __int128)b0 << 64 | b1;
+	unsigned __int128 al = (unsigned __int128)a2 << 64 | a3,
+	                  bl = (unsigned __int128)b2 << 64 | b3;
+	if (__builtin_expect(ah != bh, 1))
+		return (ah > bh) - (ah < bh);
+	return (al > bl) - (al < bl);
+}
+
+/* A zeroed record of `bytes` for a node of a tree, on a cache line of its
+ * own (64-byte aligned, its size rounded up), so that a record whose node
+ * and ordering keys come first gives one line a step of a descent (plain
+ * malloc's 16-byte alignment splits that over two lines three times in
+ * four). NULL when out of memory; free() releases it. */
+static inline void *rp_rb_record_new(size_t bytes)
+{
+	void *r = aligned_alloc(64, (bytes + 63) / 64 * 64);
+
+	return r ? memset(r, 0, bytes) : NULL;
+}
 
 /* Makes t empty (it holds no nodes; nothing is freed). */
 void rp_rb_init(struct rp_rb_tree *t);
@@ -72,6 +104,14 @@ struct rp_rb_node *rp_rb_last(const struct rp_rb_tree *t);
 struct rp_rb_node *rp_rb_next(const struct rp_rb_node *n);
 struct rp_rb_node *rp_rb_prev(const struct rp_rb_node *n);
 
+/* a when pick, else b, without a branch (a descent's turns are not
+ * predictable). */
+static inline struct rp_rb_node *rp_rb_pick(bool pick, struct rp_rb_node *a, struct rp_rb_node *b)
+{
+	uintptr_t mask = -(uintptr_t)pick;
+	return (struct rp_rb_node *)(((uintptr_t)a & mask) | ((uintptr_t)b & ~mask));
+}
+
 /* The first node not less than key (cmp(key, node) <= 0), or NULL. */
 static inline struct rp_rb_node *rp_rb_lower_bound(const struct rp_rb_tree *t, const void *key,
                                                    rp_rb_key_fn cmp)
@@ -79,12 +119,9 @@ static inline struct rp_rb_node *rp_rb_lower_bound(const struct rp_rb_tree *t, c
 	struct rp_rb_node *n = t->root, *best = NULL;
 
 	while (n) {
-		if (cmp(key, n) <= 0) {
-			best = n;
-			n = n->child[0];
-		} else {
-			n = n->child[1];
-		}
+		bool left = cmp(key, n) <= 0;
+		best = rp_rb_pick(left, n, best);
+		n = n->child[!left];
 	}
 	return best;
 }
@@ -96,12 +133,9 @@ static inline struct rp_rb_node *rp_rb_floor(const struct rp_rb_tree *t, const v
 	struct rp_rb_node *n = t->root, *best = NULL;
 
 	while (n) {
-		if (cmp(key, n) >= 0) {
-			best = n;
-			n = n->child[1];
-		} else {
-			n = n->child[0];
-		}
+		bool right = cmp(key, n) >= 0;
+		best = rp_rb_pick(right, n, best);
+		n = n->child[right];
 	}
 	return best;
 }

@@ -10,66 +10,32 @@
 
 /* ---- ordered sets ---- */
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return (a > b) - (a < b);
-}
-
-/* PyTorch orders blocks by raw device pointers. Here a block's "address"
- * in an order is (segment creation number, address): the same order as the
- * pointers wherever the driver hands out increasing addresses (the sim
- * backend always does), and one that does not depend on where a backend
- * happens to place segments, so sim and cuda replays choose alike. */
-static int cmp_place(const struct torch_block *x, const struct torch_block *y)
-{
-	int c = cmp_u64(x->seq, y->seq);
-
-	return c ? c : cmp_u64(x->addr, y->addr);
-}
-
-/* BlockComparatorSize: (stream, size, address). */
-static int cmp_size(const struct rp_rb_node *a, const struct rp_rb_node *b)
-{
-	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
-	int c = cmp_u64(x->stream, y->stream);
-
-	if (!c)
-		c = cmp_u64(x->size, y->size);
-	return c ? c : cmp_place(x, y);
-}
-
-/* BlockComparatorAddress: (stream, address). */
+/* BlockComparatorAddress: (stream, address), with the address as in
+ * rp_torch_cmp_size. */
 int rp_torch_cmp_address(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
-	int c = cmp_u64(x->stream, y->stream);
 
-	return c ? c : cmp_place(x, y);
-}
-
-int rp_torch_key_size(const void *key, const struct rp_rb_node *n)
-{
-	return cmp_size(&((const struct torch_block *)key)->node, n);
+	return rp_cmp4(x->stream, y->stream, x->place, y->place, x->addr, y->addr, 0, 0);
 }
 
 /* ---- blocks and segments ---- */
 
-/* Block records start on a cache line (see struct torch_block). */
-#define BLOCK_ALIGN 64
-#define BLOCK_BYTES ((sizeof(struct torch_block) + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN)
-
+/* Block records start on a cache line (rp_rb_record_new; see struct
+ * torch_block); the pool's spare ones are used first. */
 struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size)
 {
 	struct torch_block *b = pool->spare;
 
-	if (b)
+	if (b) {
 		pool->spare = b->next;
-	else if (!(b = aligned_alloc(BLOCK_ALIGN, BLOCK_BYTES)))
+		memset(b, 0, sizeof(*b));
+	} else if (!(b = rp_rb_record_new(sizeof(*b)))) {
 		return NULL;
-	memset(b, 0, sizeof(*b));
+	}
 	b->seg = seg;
-	b->seq = seg->seq;
+	b->place = seg->place;
 	b->pool = pool;
 	b->stream = stream;
 	b->addr = addr;
@@ -100,7 +66,7 @@ void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
 void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
 {
 	b->gc_count_base = pool->get_free_blocks_call_count;
-	rp_rb_insert(&pool->blocks, &b->node, cmp_size);
+	rp_rb_insert(&pool->blocks, &b->node, rp_torch_cmp_size);
 }
 
 void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b)
@@ -141,7 +107,7 @@ struct torch_block *rp_torch_segment_add(struct torch_alloc *t, struct torch_poo
 
 	if (!s)
 		return NULL;
-	s->seq = t->next_seq++;
+	s->place = UINT64_MAX - t->segments_made++; /* below the earlier ones */
 	b = rp_torch_block_new(s, pool, stream, addr, bytes);
 	if (!b) {
 		free(s);

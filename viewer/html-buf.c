@@ -4,7 +4,9 @@
  * largest value needs), which zlib compresses far better than the values
  * byte by byte; compressed and written as base64 so that the page can
  * carry it in a <script> element and inflate it with the browser's own
- * DecompressionStream.
+ * DecompressionStream (or as base64 alone, which the page reads without
+ * waiting); and the page's output, a first buffer and named
+ * parts of that kind.
  */
 #include "config.h"
 
@@ -142,20 +144,70 @@ static int write_base64(FILE *f, const unsigned char *p, size_t n)
 	return fwrite(line, 1, k, f) == k ? 0 : -EIO;
 }
 
-int vw_hbuf_write_base64(const struct vw_hbuf *b, void *file, size_t *compressed)
+int vw_hbuf_write_base64(const struct vw_hbuf *b, void *file, bool deflate)
 {
 	uLongf len = compressBound((uLong)b->n);
-	unsigned char *z = malloc(len ? len : 1);
+	unsigned char *z;
 	int rc;
 
-	if (!z)
+	if (!deflate)
+		return write_base64(file, b->p, b->n);
+	if (!(z = malloc(len ? len : 1)))
 		return -ENOMEM;
 	if (compress2(z, &len, b->p ? b->p : (const Bytef *)"", (uLong)b->n, 9) != Z_OK) {
 		free(z);
 		return -ENOMEM;
 	}
-	*compressed = len;
 	rc = write_base64(file, z, len);
 	free(z);
 	return rc;
+}
+
+bool vw_html_out_init(struct vw_html_out *o)
+{
+	memset(o, 0, sizeof(*o));
+	return vw_hbuf_init(&o->first);
+}
+
+void vw_html_out_release(struct vw_html_out *o)
+{
+	size_t i;
+
+	vw_hbuf_release(&o->first);
+	for (i = 0; i < o->nparts; i++) {
+		vw_hbuf_release(o->part[i]);
+		free(o->part[i]);
+	}
+	free(o->part);
+	free(o->part_name);
+	memset(o, 0, sizeof(*o));
+}
+
+struct vw_hbuf *vw_html_part(struct vw_html_out *o, const char *name)
+{
+	struct vw_hbuf *b;
+
+	if (o->nparts == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 16;
+		struct vw_hbuf **p = realloc(o->part, cap * sizeof(*p));
+		char(*n)[16];
+
+		if (!p)
+			return NULL;
+		o->part = p;
+		n = realloc(o->part_name, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		o->part_name = n;
+		o->cap = cap;
+	}
+	if (strlen(name) >= sizeof(o->part_name[0]) || !(b = malloc(sizeof(*b))))
+		return NULL;
+	if (!vw_hbuf_init(b)) {
+		free(b);
+		return NULL;
+	}
+	strcpy(o->part_name[o->nparts], name);
+	o->part[o->nparts] = b;
+	return o->part[o->nparts++];
 }

@@ -8,13 +8,25 @@
  * recorded allocator and each policy shown.
  *
  * Sections (times are ns since the trace start t0 of the device, as in
- * `memtrace report`), in allocation order (start, then recording order);
- * a.stream, a.range, a.flags and the maps go into the detail buffer, which
- * the page inflates once the timeline is drawn:
- *   a.start  start, delta from the allocation before
+ * `memtrace report`), in allocation order (start, then recording order).
+ * The first buffer holds what the first frame draws; then come the parts
+ * (meta.parts: their names and sections, in the order the page receives
+ * them): "detail" (a.stream, a.range, a.flags, the cache and the maps:
+ * what hover and the panels read), "long" (below), "fine" (the finer
+ * levels of html-lod.c) and "c<k>", the allocations k * meta.chunk on
+ * (meta.chunks: the first start of each; meta.allocations: how many in
+ * all):
+ *   a.start  start, delta from the allocation before (the chunk's first:
+ *            from meta.chunks[k])
  *   a.dur    end - start + 1; 0 = never freed
  *   a.size   index into size.req / size.round (first use order)
  *   a.site   index into meta.sites (0 = none)
+ * In the first buffer, the allocations at least as long as level 0's bins
+ * (or never freed: what the first frame draws one by one), and in "long"
+ * those of at least meta.long_w ns, the same columns of each:
+ *   top.i, long.i   allocation index, delta from the one before
+ *   top.start, top.dur, top.size, top.site, and so long.*
+ * In "detail":
  *   a.stream index into meta.streams
  *   a.range  index into meta.ranges (0 = none)
  *   a.flags  1 = freed, never seen allocated (live from the start)
@@ -51,8 +63,10 @@ struct ctx {
 	struct mt_report rep;
 	struct vw_html_alloc *a;
 	size_t n;
-	struct vw_hbuf *b;      /* what the timeline needs to draw */
-	struct vw_hbuf *detail; /* what hover and the panels need, inflated later */
+	struct vw_html_out *out;
+	struct vw_hbuf *b;      /* the first buffer: what the first frame draws */
+	struct vw_hbuf *detail; /* what hover and the panels need */
+	struct vw_hbuf *long_part;
 	json_t *meta;
 	char *err;
 	size_t errlen;
@@ -191,6 +205,76 @@ static json_t *site_json(struct mt_reader *r, uint32_t site)
 	                 (json_int_t)(shown == (size_t)-1 ? -1 : (long)shown));
 }
 
+/* The columns the timeline draws of allocations [from, to) (ix: their
+ * size and site indices, 4 a row), into b with names prefixed by pre;
+ * only_long: only those of at least long_w ns or never freed, with their
+ * indices. */
+static void put_columns(struct ctx *c, struct vw_hbuf *b, const char *pre, size_t from, size_t to,
+                        const uint32_t *ix, uint64_t long_w, bool only_long)
+{
+	static const char *const col[5] = { "i", "start", "dur", "size", "site" };
+	char name[32];
+	size_t i;
+	unsigned k;
+
+	for (k = only_long ? 0 : 1; k < 5; k++) {
+		uint64_t prev = k == 1 && !only_long ? c->a[from].start : 0;
+
+		snprintf(name, sizeof(name), "%s.%s", pre, col[k]);
+		vw_hbuf_section(b, name);
+		for (i = from; i < to; i++) {
+			const struct vw_html_alloc *x = &c->a[i];
+
+			if (only_long && x->end != VW_HTML_NEVER && x->end - x->start < long_w)
+				continue;
+			if (k == 0 || k == 1) {
+				uint64_t v = k == 0 ? i : x->start;
+
+				vw_hbuf_u(b, v - prev);
+				prev = v;
+			} else if (k == 2) {
+				vw_hbuf_u(b, x->end == VW_HTML_NEVER ? 0 : x->end - x->start + 1);
+			} else {
+				vw_hbuf_u(b, ix[4 * i + k - 3]);
+			}
+		}
+	}
+}
+
+/* The allocations of level 0's bins into the first buffer, the long ones
+ * into their part, and every allocation into parts of VW_HTML_CHUNK. */
+static int write_columns(struct ctx *c, const uint32_t *ix)
+{
+	json_t *firsts = json_array(), *lw = json_object_get(c->meta, "long_w");
+	json_t *w0 = json_object_get(json_array_get(json_object_get(c->meta, "lod"), 0), "w");
+	uint64_t long_w = lw ? (uint64_t)json_integer_value(lw) : 0;
+	size_t from;
+
+	if (!firsts)
+		return oom(c);
+	if (long_w && w0) {
+		put_columns(c, c->b, "top", 0, c->n, ix, (uint64_t)json_integer_value(w0), true);
+		put_columns(c, c->long_part, "long", 0, c->n, ix, long_w, true);
+	}
+	for (from = 0; from < c->n; from += VW_HTML_CHUNK) {
+		size_t to = c->n - from < VW_HTML_CHUNK ? c->n : from + VW_HTML_CHUNK;
+		char name[16];
+		struct vw_hbuf *part;
+
+		snprintf(name, sizeof(name), "c%u", (unsigned)(from / VW_HTML_CHUNK));
+		if (!(part = vw_html_part(c->out, name)) ||
+		    json_array_append_new(firsts, json_integer((json_int_t)c->a[from].start)) < 0) {
+			json_decref(firsts);
+			return oom(c);
+		}
+		put_columns(c, part, "a", from, to, ix, 0, false);
+	}
+	json_object_set_new(c->meta, "chunks", firsts);
+	json_object_set_new(c->meta, "chunk", json_integer(VW_HTML_CHUNK));
+	json_object_set_new(c->meta, "allocations", json_integer((json_int_t)c->n));
+	return 0;
+}
+
 /* The allocation columns and the tables they index. */
 static int write_allocs(struct ctx *c)
 {
@@ -199,7 +283,6 @@ static int write_allocs(struct ctx *c)
 	uint32_t *sz = malloc((c->n ? c->n : 1) * sizeof(*sz)), *ix = NULL;
 	static const char *const names[4] = { "a.size", "a.site", "a.stream", "a.range" };
 	struct vw_hbuf *b = c->b;
-	uint64_t prev = 0;
 	size_t i;
 	unsigned k;
 	int rc = 0;
@@ -247,20 +330,12 @@ static int write_allocs(struct ctx *c)
 	}
 	if (rc < 0)
 		goto out;
-	vw_hbuf_section(b, "a.start");
-	for (i = 0; i < c->n; i++) {
-		vw_hbuf_u(b, c->a[i].start - prev);
-		prev = c->a[i].start;
-	}
-	vw_hbuf_section(b, "a.dur");
-	for (i = 0; i < c->n; i++)
-		vw_hbuf_u(b, c->a[i].end == VW_HTML_NEVER ? 0 : c->a[i].end - c->a[i].start + 1);
-	for (k = 0; k < 4; k++) { /* size and site draw; stream and range are details */
-		struct vw_hbuf *to = k < 2 ? b : c->detail;
-
-		vw_hbuf_section(to, names[k]);
+	if ((rc = write_columns(c, ix)) < 0)
+		goto out;
+	for (k = 2; k < 4; k++) { /* stream and range: details */
+		vw_hbuf_section(c->detail, names[k]);
 		for (i = 0; i < c->n; i++)
-			vw_hbuf_u(to, ix[4 * i + k]);
+			vw_hbuf_u(c->detail, ix[4 * i + k]);
 	}
 	vw_hbuf_section(c->detail, "a.flags");
 	for (i = 0; i < c->n; i++)
@@ -559,12 +634,13 @@ static int describe(struct ctx *c, const char *trace_name)
 	return rc;
 }
 
-int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct vw_hbuf *b,
-                 struct vw_hbuf *detail, json_t *meta, char *err, size_t errlen)
+int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct vw_html_out *out,
+                 json_t *meta, char *err, size_t errlen)
 {
 	struct ctx c = {
-		.r = r, .b = b, .detail = detail, .meta = meta, .err = err, .errlen = errlen
+		.r = r, .out = out, .b = &out->first, .meta = meta, .err = err, .errlen = errlen
 	};
+	struct vw_hbuf *fine;
 	struct mt_report_options ro = { 0 };
 	int rc;
 
@@ -581,12 +657,16 @@ int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct 
 	rc = collect(&c);
 	if (rc == 0)
 		rc = describe(&c, o->trace_name);
+	if (rc == 0 &&
+	    (!(c.detail = vw_html_part(out, "detail")) ||
+	     !(c.long_part = vw_html_part(out, "long")) || !(fine = vw_html_part(out, "fine"))))
+		rc = oom(&c);
+	if (rc == 0 && vw_html_lod(c.a, c.n, c.t.t1 - c.t.t0 + 1, c.b, fine, meta) < 0)
+		rc = oom(&c);
 	if (rc == 0)
 		rc = write_allocs(&c);
-	if (rc == 0 && vw_html_lod(c.a, c.n, c.t.t1 - c.t.t0 + 1, b, meta) < 0)
-		rc = oom(&c);
 	if (rc == 0 && c.t.layer == MT_LAYER_REQUEST && c.t.nseg &&
-	    vw_html_segments(&c.t, c.a, c.n, b, detail, meta) < 0)
+	    vw_html_segments(&c.t, c.a, c.n, c.b, c.detail, meta) < 0)
 		rc = oom(&c);
 	if (rc == 0) {
 		write_samples(&c);

@@ -18,12 +18,20 @@
  * as themselves. Levels stop once every run of VW_HTML_LOD_WINDOW bins
  * holds at most VW_HTML_RAW_MAX starts, where the page takes over.
  *
+ * The long duration is the bin width of the finest level whose individual
+ * allocations (at least that long, or never freed) number at most
+ * VW_HTML_LONG_MAX (the coarsest level's when none does): the page reads
+ * those allocations and the levels of bins at least that wide first, so
+ * that it draws any window at such a level before the rest arrives.
+ *
  * Sections, per level l (values in bin order):
  *   lod<l>.m  the bin's moment, ns after the bin's start
  *   lod<l>.t  bytes live at the moment, zigzag delta from the bin before
  *   lod<l>.g  number of call-site groups of short allocations
  *   lod<l>.s  per group: call site, allocations, bytes
- * meta.lod = [{ "w": w_l, "n": bins }, ...], coarsest first.
+ * and, with the coarse levels:
+ *   lod.n     allocations starting in each bin of the finest level
+ * meta.lod = [{ "w": w_l, "n": bins }, ...], coarsest first; meta.long_w.
  */
 #include "config.h"
 
@@ -220,15 +228,65 @@ static void write_level(const struct level *lv, unsigned l, struct vw_hbuf *b)
 	}
 }
 
+/* Bin width of level l over span (at least 1 ns). */
+static uint64_t level_width(uint64_t span, unsigned l)
+{
+	uint64_t want = (uint64_t)VW_HTML_LOD_BINS << l, w = (span + want - 1) / want;
+
+	return w ? w : 1;
+}
+
+/* The finest level whose allocations of at least its bin width (or never
+ * freed) number at most VW_HTML_LONG_MAX; 0 when none. */
+static unsigned long_level(const struct vw_html_alloc *a, size_t n, uint64_t span)
+{
+	size_t count[MAX_LEVELS] = { 0 }, i, sum = 0;
+	uint64_t w[MAX_LEVELS];
+	unsigned l, best = 0;
+
+	for (l = 0; l < MAX_LEVELS; l++)
+		w[l] = level_width(span, l);
+	for (i = 0; i < n; i++) {
+		uint64_t d = a[i].end == VW_HTML_NEVER ? UINT64_MAX : a[i].end - a[i].start;
+
+		for (l = 0; l < MAX_LEVELS && w[l] > d; l++)
+			;
+		if (l < MAX_LEVELS)
+			count[l]++;
+	}
+	for (l = 0; l < MAX_LEVELS; l++) {
+		sum += count[l];
+		if (sum <= VW_HTML_LONG_MAX)
+			best = l;
+	}
+	return best;
+}
+
+/* Allocations starting in each bin of a level. */
+static void write_starts(const struct vw_html_alloc *a, size_t n, uint64_t w, size_t nb,
+                         struct vw_hbuf *b)
+{
+	size_t i = 0, j;
+
+	vw_hbuf_section(b, "lod.n");
+	for (j = 0; j < nb; j++) {
+		size_t from = i;
+
+		while (i < n && a[i].start / w == j)
+			i++;
+		vw_hbuf_u(b, i - from);
+	}
+}
+
 int vw_html_lod(const struct vw_html_alloc *a, size_t n, uint64_t span, struct vw_hbuf *b,
-                json_t *meta)
+                struct vw_hbuf *fine, json_t *meta)
 {
 	json_t *levels = json_array();
 	struct end_ev *ends = malloc((n ? n : 1) * sizeof(*ends));
 	struct level lv = { 0 };
-	uint64_t prev_w = 0;
-	size_t nends = 0, i;
-	unsigned l;
+	uint64_t prev_w = 0, long_w = 0;
+	size_t nends = 0, i, last_nb = 0;
+	unsigned l, long_l = n > VW_HTML_RAW_MAX ? long_level(a, n, span) : 0;
 	int rc = 0;
 
 	if (!levels || !ends) {
@@ -240,11 +298,9 @@ int vw_html_lod(const struct vw_html_alloc *a, size_t n, uint64_t span, struct v
 			ends[nends++] = (struct end_ev){ a[i].end, a[i].bytes };
 	qsort(ends, nends, sizeof(*ends), by_time);
 	for (l = 0; n > VW_HTML_RAW_MAX && l < MAX_LEVELS && rc == 0; l++) {
-		uint64_t want = (uint64_t)VW_HTML_LOD_BINS << l;
+		struct vw_hbuf *to = l <= long_l ? b : fine;
 
-		lv.w = (span + want - 1) / want;
-		if (lv.w == 0)
-			lv.w = 1;
+		lv.w = level_width(span, l);
 		if (lv.w == prev_w)
 			break;
 		lv.nb = (size_t)((span + lv.w - 1) / lv.w);
@@ -256,8 +312,11 @@ int vw_html_lod(const struct vw_html_alloc *a, size_t n, uint64_t span, struct v
 			rc = -ENOMEM;
 		} else {
 			sweep(&lv, a, n, ends, nends);
-			write_level(&lv, l, b);
-			rc = write_groups(&lv, l, a, n, b);
+			write_level(&lv, l, to);
+			rc = write_groups(&lv, l, a, n, to);
+			if (l <= long_l)
+				long_w = lv.w;
+			last_nb = lv.nb;
 			if (rc == 0 &&
 			    json_array_append_new(levels,
 			                          json_pack("{s:I, s:I}", "w", (json_int_t)lv.w,
@@ -271,7 +330,10 @@ int vw_html_lod(const struct vw_html_alloc *a, size_t n, uint64_t span, struct v
 		if (rc == 0 && fine_enough(&lv, a, n))
 			break;
 	}
-	if (rc == 0 && json_object_set(meta, "lod", levels) < 0)
+	if (rc == 0 && last_nb)
+		write_starts(a, n, prev_w, last_nb, b);
+	if (rc == 0 && (json_object_set(meta, "lod", levels) < 0 ||
+	                json_object_set_new(meta, "long_w", json_integer((json_int_t)long_w)) < 0))
 		rc = -ENOMEM;
 out:
 	json_decref(levels);

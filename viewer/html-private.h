@@ -42,9 +42,28 @@ void vw_hbuf_u(struct vw_hbuf *b, uint64_t v);
 void vw_hbuf_s(struct vw_hbuf *b, int64_t v);
 /* Closes the open section; 0, or -ENOMEM when anything failed so far. */
 int vw_hbuf_finish(struct vw_hbuf *b);
-/* Compresses the buffer (zlib) and writes it as base64 to f; 0 or -ENOMEM
- * / -EIO. *compressed receives the compressed size. */
-int vw_hbuf_write_base64(const struct vw_hbuf *b, void *file, size_t *compressed);
+/* Writes the buffer as base64 to f, compressed (zlib) first when deflate;
+ * 0 or -ENOMEM / -EIO. */
+int vw_hbuf_write_base64(const struct vw_hbuf *b, void *file, bool deflate);
+
+/* ---- the page's data: a first buffer and parts --------------------------- */
+
+/* The first buffer holds what the first frame needs; the parts follow the
+ * page's scripts in the file and the page reads each as it arrives
+ * (html-data.c names them). */
+struct vw_html_out {
+	struct vw_hbuf first;
+	struct vw_hbuf **part; /* in the order the page receives them */
+	char (*part_name)[16];
+	size_t nparts, cap;
+};
+
+/* Empty output; false when out of memory. */
+bool vw_html_out_init(struct vw_html_out *o);
+void vw_html_out_release(struct vw_html_out *o);
+/* Appends a part named name (at most 15 characters); NULL when out of
+ * memory. */
+struct vw_hbuf *vw_html_part(struct vw_html_out *o, const char *name);
 
 /* ---- the allocations as the page orders them ------------------------------ */
 
@@ -63,15 +82,24 @@ struct vw_html_alloc {
 /* Allocations starting in one window of the page (see html-lod.c) that the
  * page still draws one by one without the pyramid. */
 #define VW_HTML_RAW_MAX 50000
+/* The first buffer carries the allocations of at least the long duration
+ * (html-lod.c chooses it, at most this many when a level allows) and the
+ * levels whose bins are at least that wide; the page draws those levels
+ * before it has read anything else. */
+#define VW_HTML_LONG_MAX 131072
+/* Allocations (page order) per part of the allocation columns. */
+#define VW_HTML_CHUNK 65536
 /* Bins of the coarsest level; each level doubles them. */
 #define VW_HTML_LOD_BINS 1024
 /* A window of the page spans at most this many bins of a level. */
 #define VW_HTML_LOD_WINDOW 4096
 
 /* Writes the pyramid's sections for allocations a (in start order) over a
- * span of `span` ns, and its level list into meta["lod"]. 0 or -ENOMEM. */
+ * span of `span` ns, its level list into meta["lod"] and the long duration
+ * into meta["long_w"] (0: no levels): the levels of bins at least that wide
+ * go to b, the finer ones to fine. 0 or -ENOMEM. */
 int vw_html_lod(const struct vw_html_alloc *a, size_t n, uint64_t span, struct vw_hbuf *b,
-                json_t *meta);
+                struct vw_hbuf *fine, json_t *meta);
 
 /* ---- html-segments.c ---------------------------------------------------- */
 
@@ -90,10 +118,10 @@ void vw_html_series(struct vw_hbuf *b, const char *tname, const char *vname,
 
 /* ---- html-data.c: everything else the page shows --------------------------- */
 
-/* Loads the device of r and writes the page's data into b (what the
- * timeline draws), detail (what hover and the panels read) and meta. */
-int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct vw_hbuf *b,
-                 struct vw_hbuf *detail, json_t *meta, char *err, size_t errlen);
+/* Loads the device of r and writes the page's data into out (the first
+ * buffer and the parts) and meta. */
+int vw_html_data(struct mt_reader *r, const struct mt_render_options *o, struct vw_html_out *out,
+                 json_t *meta, char *err, size_t errlen);
 
 /* ---- html-assets.c (generated): the page's sources ------------------------- */
 

@@ -1,8 +1,11 @@
 /* view-html.c — the interactive view: one self-contained HTML file (no
  * network), the page's sources from viewer/html/ embedded at build time,
- * its data (html-data.c) as a JSON description and a zlib-compressed,
- * base64-coded buffer the page inflates with the browser's
- * DecompressionStream. The page draws with canvas and plain JavaScript.
+ * its data (html-data.c) as a JSON description and base64-coded buffers:
+ * the first one before the page's scripts, which read it at once, and the
+ * parts after them, zlib-compressed, which the page inflates with the
+ * browser's DecompressionStream as they arrive: the page draws and answers
+ * while the browser still reads the rest of the file. The page draws with canvas and plain
+ * JavaScript.
  */
 #include "config.h"
 
@@ -31,22 +34,24 @@ static int put_assets(FILE *f, const char *suffix)
 	return 0;
 }
 
-/* A buffer as a string literal the page inflates: "MT.NAME = '...';" */
-static int put_data(FILE *f, const char *name, const struct vw_hbuf *b)
+/* A buffer as a string literal, in a script of its own that runs
+ * `head "BASE64" tail` (the parser reads literals far faster than text). */
+static int put_data(FILE *f, const char *head, const struct vw_hbuf *b, bool deflate,
+                    const char *tail)
 {
-	size_t compressed;
 	int rc;
 
-	fprintf(f, "<script>MT_%s = \"", name);
-	if ((rc = vw_hbuf_write_base64(b, f, &compressed)) < 0)
+	fprintf(f, "<script>%s\"", head);
+	if ((rc = vw_hbuf_write_base64(b, f, deflate)) < 0)
 		return rc;
-	fputs("\";</script>\n", f);
+	fprintf(f, "\"%s</script>\n", tail);
 	return 0;
 }
 
-static int write_page(FILE *f, const char *title, const char *meta, const struct vw_hbuf *b,
-                      const struct vw_hbuf *detail)
+static int write_page(FILE *f, const char *title, const char *meta, const struct vw_html_out *o)
 {
+	char head[64];
+	size_t i;
 	int rc;
 
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
@@ -65,44 +70,61 @@ static int write_page(FILE *f, const char *title, const char *meta, const struct
 		return rc;
 	/* JSON_ESCAPE_SLASH keeps "</script>" out of the description */
 	fprintf(f, "<script id=\"mt-meta\" type=\"application/json\">%s</script>\n", meta);
-	/* in script literals: the parser reads them far faster than text */
-	fputs("<script>var MT_DATA, MT_DETAIL;</script>\n", f);
-	if ((rc = put_data(f, "DATA", b)) < 0 || (rc = put_data(f, "DETAIL", detail)) < 0)
+	/* not compressed: the page reads it at once, before the parser goes on */
+	if ((rc = put_data(f, "var MT_DATA = ", &o->first, false, ";")) < 0)
 		return rc;
 	fputs("<script>\n\"use strict\";\n", f);
 	if ((rc = put_assets(f, ".js")) < 0)
 		return rc;
-	fputs("</script>\n</body>\n</html>\n", f);
+	fputs("</script>\n", f);
+	for (i = 0; i < o->nparts; i++) {
+		snprintf(head, sizeof(head), "MT.part(\"%s\", ", o->part_name[i]);
+		if ((rc = put_data(f, head, o->part[i], true, ");")) < 0)
+			return rc;
+	}
+	fputs("</body>\n</html>\n", f);
 	return ferror(f) ? -EIO : 0;
+}
+
+/* meta.parts: [{name, sections}] in the order the page receives them. */
+static int describe_parts(json_t *meta, const struct vw_html_out *o)
+{
+	json_t *parts = json_array();
+	size_t i;
+
+	if (!parts || json_object_set_new(meta, "parts", parts) < 0)
+		return -ENOMEM;
+	for (i = 0; i < o->nparts; i++)
+		if (vw_hbuf_finish(o->part[i]) < 0 ||
+		    json_array_append_new(parts, json_pack("{s:s, s:O}", "name", o->part_name[i],
+		                                           "sections", o->part[i]->sections)) < 0)
+			return -ENOMEM;
+	return 0;
 }
 
 static int write_view(struct mt_reader *r, const struct mt_render_options *o, const char *path,
                       char *err, size_t errlen)
 {
 	json_t *meta = json_object();
-	struct vw_hbuf b = { 0 }, d = { 0 };
+	struct vw_html_out out;
 	char *text = NULL;
 	FILE *f = NULL;
 	int rc;
 
-	if (!meta || !vw_hbuf_init(&b) || !vw_hbuf_init(&d)) {
+	if (!vw_html_out_init(&out) || !meta) {
 		json_decref(meta);
-		vw_hbuf_release(&b);
-		vw_hbuf_release(&d);
+		vw_html_out_release(&out);
 		return vw_fail(err, errlen, -ENOMEM, "out of memory");
 	}
-	rc = vw_html_data(r, o, &b, &d, meta, err, errlen);
-	if (rc == 0 &&
-	    (vw_hbuf_finish(&b) < 0 || vw_hbuf_finish(&d) < 0 ||
-	     json_object_set(meta, "sections", b.sections) < 0 ||
-	     json_object_set(meta, "detail_sections", d.sections) < 0 ||
-	     json_object_set_new(meta, "raw_bytes", json_integer((json_int_t)(b.n + d.n))) < 0 ||
-	     !(text = json_dumps(meta, JSON_COMPACT | JSON_ESCAPE_SLASH))))
+	rc = vw_html_data(r, o, &out, meta, err, errlen);
+	if (rc == 0 && (vw_hbuf_finish(&out.first) < 0 || describe_parts(meta, &out) < 0 ||
+	                json_object_set(meta, "sections", out.first.sections) < 0 ||
+	                !(text = json_dumps(meta, JSON_COMPACT | JSON_ESCAPE_SLASH))))
 		rc = vw_fail(err, errlen, -ENOMEM, "out of memory");
 	if (rc == 0 && !(f = fopen(path, "w")))
 		rc = vw_fail(err, errlen, -EIO, "cannot write %s: %s", path, strerror(errno));
 	if (rc == 0) {
-		rc = write_page(f, o->trace_name ? o->trace_name : "trace", text, &b, &d);
+		rc = write_page(f, o->trace_name ? o->trace_name : "trace", text, &out);
 		if (fclose(f) != 0 && rc == 0)
 			rc = -EIO;
 		if (rc < 0) {
@@ -113,8 +135,7 @@ static int write_view(struct mt_reader *r, const struct mt_render_options *o, co
 	}
 	free(text);
 	json_decref(meta);
-	vw_hbuf_release(&b);
-	vw_hbuf_release(&d);
+	vw_html_out_release(&out);
 	return rc;
 }
 

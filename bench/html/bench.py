@@ -4,13 +4,16 @@ with the page's own performance timings (MT.timings, MT.bench in
 viewer/html/selftest.js):
 
     bench/html/bench.py [--memtrace build/cli/memtrace] [--events 1e7]
-                        [--runs 3] [--keep DIR]
+                        [--runs 3] [--keep DIR] [--nice N] [--html PAGE]
 
 Writes the synthetic training trace (memtrace synth --pattern train --seed 1)
 unless --trace names one, renders it to HTML, then loads the page --runs
 times in a fresh browser each and prints: file size, the time from
 navigation to interactive (first frame drawn, handlers bound) and its
-parts, and the pan/zoom frame times (p50, p95, max, frames over 16 ms).
+parts, the time until every part of the data is in, and the pan/zoom frame
+times (p50, p95, max, frames over 16 ms) once it is; and the CPU time the
+browser's processes used (from /proc: less sensitive to other work on the
+machine than the page's wall-clock timings).
 """
 import argparse
 import json
@@ -25,11 +28,36 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import cdp  # noqa: E402
 
 
+def tree_cpu(root):
+    """CPU seconds (user + system) used so far by process root's live
+    descendants (the browser's renderer, GPU and utility processes)."""
+    parent, cpu = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d)] = int(fields[1])
+        cpu[int(d)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in cpu:
+        p = pid
+        while p in parent and p != root:
+            p = parent[p]
+        if p == root and pid != root:
+            total += cpu[pid]
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memtrace", default="build/cli/memtrace")
     ap.add_argument("--events", default="1e7")
     ap.add_argument("--trace")
+    ap.add_argument("--html", help="measure this page (rendered already) instead of rendering one")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--width", type=int, default=1600)
     ap.add_argument("--height", type=int, default=1000)
@@ -39,35 +67,42 @@ def main():
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="mt-bench-html-")
     os.makedirs(work, exist_ok=True)
-    trace = args.trace
-    if not trace:
-        trace = os.path.join(work, "synth.db")
-        if not os.path.exists(trace):
-            subprocess.run([args.memtrace, "synth", "--pattern", "train", "--events", args.events,
-                            "--seed", "1", "-o", trace], check=True)
-    html = os.path.join(work, "view.html")
-    t0 = time.monotonic()
-    subprocess.run([args.memtrace, "render", trace, html], check=True)
-    render_s = time.monotonic() - t0
+    trace, html = args.trace, args.html
+    if not html:
+        if not trace:
+            trace = os.path.join(work, "synth.db")
+            if not os.path.exists(trace):
+                subprocess.run([args.memtrace, "synth", "--pattern", "train", "--events", args.events,
+                                "--seed", "1", "-o", trace], check=True)
+        html = os.path.join(work, "view.html")
+        t0 = time.monotonic()
+        subprocess.run([args.memtrace, "render", trace, html], check=True)
+        print("trace %s\nrender %.1f s" % (trace, time.monotonic() - t0))
     size = os.path.getsize(html)
-    print("trace %s\nrender %.1f s, file %d bytes (%.1f MiB)" % (trace, render_s, size, size / 2**20))
+    print("file %s: %d bytes (%.1f MiB)" % (html, size, size / 2**20))
     with open("/proc/loadavg") as f:
         print("load average before: " + " ".join(f.read().split()[:3]))
     loads, benches = [], []
     for run in range(args.runs):
         with cdp.Browser(timeout=600, nice=args.nice) as b:
+            cpu0 = tree_cpu(b.proc.pid)
             page = b.open("file://" + os.path.abspath(html), args.width, args.height)
             page.wait("window.mtReady", timeout=600)
+            cpu1 = tree_cpu(b.proc.pid)
             t = page.eval("MT.timings(mtPage)")
             nav = page.eval("performance.getEntriesByType('navigation')[0].toJSON()")
             t["dom_content_loaded_ms"] = nav["domContentLoadedEventEnd"]
             loads.append(t)
             r = page.eval("(() => { const r = MT.bench(mtPage); delete r.detail; return r; })()", timeout=600)
+            r["cpu_load_s"] = cpu1 - cpu0
+            r["cpu_frames_ms_mean"] = (tree_cpu(b.proc.pid) - cpu1) * 1000 / r["frames"]
             benches.append(r)
-            print("run %d: interactive %.0f ms (script starts %.0f, inflated %.0f, decoded %.0f); "
-                  "%d frames: p50 %.1f ms, p95 %.1f ms, max %.1f ms, %d over 16 ms"
-                  % (run + 1, t["interactive_ms"], t["script_start_ms"], t["inflated_ms"], t["decoded_ms"],
-                     r["frames"], r["p50_ms"], r["p95_ms"], r["max_ms"], r["over_16ms"]))
+            print("run %d: interactive %.0f ms (script starts %.0f, first buffer read %.0f, decoded %.0f); "
+                  "every part in %.0f ms; %d frames: p50 %.1f ms, p95 %.1f ms, max %.1f ms, %d over 16 ms"
+                  % (run + 1, t["interactive_ms"], t["script_start_ms"], t["first_buffer_ms"], t["decoded_ms"],
+                     t["complete_ms"], r["frames"], r["p50_ms"], r["p95_ms"], r["max_ms"], r["over_16ms"]))
+            print("       browser CPU: %.2f s to load the page, %.1f ms a frame on average"
+                  % (r["cpu_load_s"], r["cpu_frames_ms_mean"]))
     with open("/proc/loadavg") as f:
         print("load average after: " + " ".join(f.read().split()[:3]))
     print("median interactive %.0f ms; median frame p95 %.1f ms, worst max %.1f ms"

@@ -99,11 +99,6 @@ static const struct chunk *node_chunk(const struct rp_rb_node *n)
 	return rp_rb_entry(n, const struct chunk, node);
 }
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return (a > b) - (a < b);
-}
-
 /* ChunkComparator: (size, address), where the address is taken as
  * (region creation number, address) so the order does not depend on where
  * the backend places regions (it is the pointer order when regions get
@@ -111,16 +106,13 @@ static int cmp_u64(uint64_t a, uint64_t b)
 static int cmp_chunk(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct chunk *x = node_chunk(a), *y = node_chunk(b);
-	int c = cmp_u64(x->size, y->size);
 
-	if (!c)
-		c = cmp_u64(x->seq, y->seq);
-	return c ? c : cmp_u64(x->addr, y->addr);
+	return rp_cmp4(x->size, y->size, x->seq, y->seq, x->addr, y->addr, 0, 0);
 }
 
 static int key_size(const void *key, const struct rp_rb_node *n)
 {
-	return cmp_u64(*(const uint64_t *)key, node_chunk(n)->size);
+	return rp_cmp4(*(const uint64_t *)key, node_chunk(n)->size, 0, 0, 0, 0, 0, 0);
 }
 
 static void bin_insert(struct bfc *p, struct chunk *c)

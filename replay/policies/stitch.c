@@ -90,11 +90,6 @@ struct stitch {
 	uint64_t large_allocated, requested, cache_flushes; /* large requests */
 };
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return (a > b) - (a < b);
-}
-
 static const struct vblock *node_vb(const struct rp_rb_node *n)
 {
 	return rp_rb_entry(n, const struct vblock, node);
@@ -108,13 +103,9 @@ static struct vblock *vb(struct rp_rb_node *n)
 static int cmp_free(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct vblock *x = node_vb(a), *y = node_vb(b);
-	int c = cmp_u64(x->stream, y->stream);
 
-	if (!c)
-		c = cmp_u64(x->npages, y->npages);
-	if (!c) /* the address, as (reservation creation number, address) */
-		c = cmp_u64(x->seq, y->seq);
-	return c ? c : cmp_u64(x->va, y->va);
+	/* the address, as (reservation creation number, address) */
+	return rp_cmp4(x->stream, y->stream, x->npages, y->npages, x->seq, y->seq, x->va, y->va);
 }
 
 /* Searches by a key block (stream, npages and va set). */

@@ -546,8 +546,8 @@ static void test_oom_loop(void)
 		CHECKF(o->anatomy.available && o->anatomy.sample_ts == o->f->ts &&
 		               sum_parts(&o->anatomy) == (int64_t)o->anatomy.used_bytes,
 		       "OOM %zu: reading at %llu", i, (unsigned long long)o->anatomy.sample_ts);
-		CHECKF(o->room == cap.bytes && o->room_from_reading, "OOM %zu: room %llu", i,
-		       (unsigned long long)o->room);
+		CHECKF(o->room == cap.bytes && o->room_from_reading && o->room_known,
+		       "OOM %zu: room %llu", i, (unsigned long long)o->room);
 		CHECK(o->lower_bound == 896 * MiB && o->lower_bound > o->room);
 	}
 	mt_report_release(&rep);

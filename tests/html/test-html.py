@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test-html.py — the interactive HTML view in a real browser (Debian's
 headless Chromium, driven through tests/html/cdp.py). For every sample trace
-(samples/traces/*.db) and a synthetic one:
+(samples/traces/*.db) and two synthetic ones (the larger one with the
+level-of-detail pyramid and its allocations in several parts):
   - `memtrace render TRACE view.html` writes one file that loads nothing from
     elsewhere;
   - at the peak and at other moments, given through the URL state
@@ -142,6 +143,17 @@ def check_keys(name, b, html, peak):
         fail("%s: the URL lost its span" % name)
 
 
+def check_parts(b, html):
+    """A trace with the pyramid: the page has its levels and more than one
+    part of allocations, and once all are in, a frame is not partial."""
+    page = open_page(b, html, "")
+    got = page.eval("[mtPage.data.levels.length, mtPage.data.chunkReady.length, mtPage.data.complete, "
+                    "mtPage.data.long.index.length, mtPage.frame.partial === true, "
+                    "mtPage.timings.interactive <= mtPage.timings.complete]")
+    if got[0] < 1 or got[1] < 2 or not got[2] or got[3] < 1 or got[4] or not got[5]:
+        fail("synth-large: levels, chunks, complete, long, partial, first frame first: %s" % got)
+
+
 def check_policies(b, html):
     """The saved replays: a reserved line and a segment map each, the one
     the URL names chosen."""
@@ -198,11 +210,18 @@ def main():
         run("synth", "--pattern", "train", "--events", "20000", "--seed", "3", "-o", synth)
         run("replay", synth, "--policy", "caching,bestfit", "--backend", "sim")  # saved replays
         traces.append(synth)
+        # more allocations than the page draws one by one: the pyramid, the
+        # long allocations in the first buffer and the rest in parts
+        large = os.path.join(work, "synth-large.db")
+        run("synth", "--pattern", "train", "--events", "300000", "--seed", "5", "-o", large)
+        traces.append(large)
         for trace in traces:
             name = os.path.basename(trace)[:-3]
             html = os.path.join(work, name + ".html")
             run("render", trace, html)
             check_file(name, html)
+            if trace == large:
+                check_parts(b, html)
             rep = json.loads(run("report", trace, "--json"))
             peak = rep["peak_at_ns"]
             moments = [peak, peak // 3 + 1] + [o["at_ns"] for o in rep["ooms"][:2]]

@@ -103,7 +103,7 @@ static void setup(void)
 	qsort(a, N, sizeof(*a), by_start);
 	REQUIRE(vw_hbuf_init(&buf));
 	meta = json_object();
-	REQUIRE(vw_html_lod(a, N, SPAN, &buf, meta) == 0);
+	REQUIRE(vw_html_lod(a, N, SPAN, &buf, &buf, meta) == 0);
 	REQUIRE(vw_hbuf_finish(&buf) == 0);
 	REQUIRE(json_object_set(meta, "sections", buf.sections) == 0);
 }
@@ -229,7 +229,7 @@ static void test_small_needs_none(void)
 	json_t *m = json_object();
 
 	REQUIRE(vw_hbuf_init(&b));
-	CHECK(vw_html_lod(a, VW_HTML_RAW_MAX, SPAN, &b, m) == 0);
+	CHECK(vw_html_lod(a, VW_HTML_RAW_MAX, SPAN, &b, &b, m) == 0);
 	CHECK(json_array_size(json_object_get(m, "lod")) == 0);
 	vw_hbuf_release(&b);
 	json_decref(m);

@@ -149,6 +149,27 @@ static void test_small_pool(void)
 	fixture_free(&f);
 }
 
+/* Free blocks of one size order by address (BlockComparatorSize), and
+ * cudaMalloc places each new segment below the earlier ones: of two freed
+ * 30 MiB segments a 30 MiB request takes the newer, and a 12 MiB request
+ * (split: 18 MiB > 1 MiB remain) the front of the newer as well. */
+static void test_newest_segment_first(void)
+{
+	struct fixture f = fixture_new("caching", CAP);
+	uint64_t a = xalloc(&f, 30 * MiB, 0);
+	uint64_t b = xalloc(&f, 30 * MiB, 0);
+
+	CHECK(pstats(&f).segments == 2);
+	xfree(&f, a, 0);
+	xfree(&f, b, 0);
+	CHECK(xalloc(&f, 30 * MiB, 0) == b);
+	xfree(&f, b, 0);
+	CHECK(xalloc(&f, 12 * MiB, 0) == b);
+	CHECK(xalloc(&f, 30 * MiB, 0) == a);
+	CHECK(pstats(&f).segments == 2);
+	fixture_free(&f);
+}
+
 /* A block freed on stream 1 is never handed to stream 2. */
 static void test_streams(void)
 {
@@ -300,6 +321,7 @@ int main(void)
 	TEST(test_power2_divisions);
 	TEST(test_split_merge);
 	TEST(test_small_pool);
+	TEST(test_newest_segment_first);
 	TEST(test_streams);
 	TEST(test_max_split_size);
 	TEST(test_oom_retry);

@@ -32,7 +32,8 @@ check "json exit 0" test $? -eq 0
 check "json fields" sh -c "grep -q '\"policy\": \"native\"' '$dir/out' &&
 	grep -q '\"peak_reserved\": 6291456' '$dir/out' &&
 	grep -q '\"peak_allocated\": 6291456' '$dir/out' && grep -q '\"oom_count\": 0' '$dir/out' &&
-	grep -q '\"driver_calls\"' '$dir/out' && grep -q '\"events\": 6' '$dir/out'"
+	grep -q '\"driver_calls\"' '$dir/out' && grep -q '\"events\": 6' '$dir/out' &&
+	grep -q '\"failed_allocations_left_out\": 0,' '$dir/out'"
 check "json capacity: the device's 80 GiB, recorded" sh -c "grep -q '\"bytes\": 85899345920,' '$dir/out' &&
 	grep -q '\"source\": \"recorded\"' '$dir/out'"
 
@@ -49,6 +50,13 @@ check "--limit none: no capacity" sh -c "grep -q '\"bytes\": null,' '$dir/out' &
 	grep -q '\"source\": \"none\"' '$dir/out'"
 "$M" replay "$dir/t.db" --backend sim --limit 0 2>"$dir/err"
 check "--limit 0 exit 2" test $? -eq 2
+# --device is the CUDA device number the program saw (the trace's device
+# row 1 is ordinal 0), as report and render take it
+"$M" replay "$dir/t.db" --backend sim --policy native --device 0 --no-save >"$dir/out"
+check "--device 0: the device" sh -c "grep -q '^native .* 6.00 MiB' '$dir/out'"
+"$M" replay "$dir/t.db" --backend sim --policy native --device 1 --no-save 2>"$dir/err"
+check "--device 1: exit 2" test $? -eq 2
+check "--device 1: one line" sh -c "test \$(wc -l <'$dir/err') -eq 1 && grep -q 'no device 1' '$dir/err'"
 
 "$M" replay "$dir/t.db" --backend sim --policy native --limit 5MiB --find-min-capacity \
 	--no-save >"$dir/out"

@@ -14,10 +14,13 @@ MT.Page = class {
     this.timings = { start: performance.now() };
   }
 
+  // The first frame from the first buffer, before the browser reads on;
+  // then the parts as it reads them (frames drawn without their
+  // allocations are drawn again).
   async load() {
     const meta = JSON.parse(document.getElementById("mt-meta").textContent);
-    const buf = await MT.inflate(MT_DATA);
-    this.timings.inflated = performance.now();
+    const buf = MT.base64(MT_DATA);
+    this.timings.read = performance.now();
     this.data = new MT.Data(meta, buf);
     this.timings.decoded = performance.now();
     document.getElementById("mt-title").textContent = "memtrace \u00b7 " + meta.trace;
@@ -30,12 +33,12 @@ MT.Page = class {
     this.b = meta.span;
     this.applyHash();
     this.bind();
+    const parts = this.data.readParts(() => { if (!this.frame || this.frame.partial) this.redraw(); });
+    if (!this.data.levels.length) await parts; // small traces: nothing to draw before
     this.draw();
     this.timings.interactive = performance.now();
-    // hover details and the panels: the second buffer, once the timeline shows
-    await new Promise((resolve) => setTimeout(resolve, 0));
-    this.data.attachDetail(await MT.inflate(MT_DETAIL));
-    this.timings.details = performance.now();
+    await parts;
+    this.timings.complete = performance.now();
     this.draw();
   }
 
@@ -49,9 +52,13 @@ MT.Page = class {
   }
 
   // ---- geometry ----
+  // (The canvas's size is read again only after a resize: reading it
+  // makes the browser lay the page out, which each frame's status line
+  // would otherwise cost.)
   layout() {
     const dpr = window.devicePixelRatio || 1, c = this.canvas;
-    const w = Math.max(200, Math.round(c.clientWidth * dpr)), h = Math.max(150, Math.round(c.clientHeight * dpr));
+    if (!this.client) this.client = { w: c.clientWidth, h: c.clientHeight };
+    const w = Math.max(200, Math.round(this.client.w * dpr)), h = Math.max(150, Math.round(this.client.h * dpr));
     if (c.width !== w || c.height !== h) { c.width = w; c.height = h; }
     this.dpr = dpr;
     const left = Math.round(78 * dpr), right = Math.round(12 * dpr), top = Math.round(44 * dpr);
@@ -288,8 +295,8 @@ MT.Page = class {
 
   // The panels of the moment, redrawn only when it or the policy changes.
   drawPanels() {
-    if (!this.data.hasDetail) {
-      document.getElementById("mt-anatomy-table").textContent = "reading the details\u2026";
+    if (!this.data.complete) {
+      document.getElementById("mt-anatomy-table").textContent = "reading the allocations\u2026";
       return;
     }
     const key = this.moment + "/" + this.policy;
@@ -309,7 +316,8 @@ MT.Page = class {
     this.status.textContent = "window +" + MT.dur(this.a) + " \u2026 +" + MT.dur(this.b) + " (" +
       MT.dur(this.b - this.a) + ", " + MT.dur(F.pxw) + " a column, " +
       (F.level < 0 ? "every allocation" : "level " + F.level) + ", " + F.ind.length.toLocaleString("en") +
-      " drawn one by one) \u00b7 moment +" + MT.dur(this.moment) + pin;
+      " drawn one by one" + (F.partial ? "; reading the allocations for more detail\u2026" : "") +
+      ") \u00b7 moment +" + MT.dur(this.moment) + pin;
   }
 
   // ---- the mouse ----
@@ -326,7 +334,7 @@ MT.Page = class {
     if (!p.inside) { this.tip.hidden = true; this.hovered = null; return; }
     this.hovered = F.hit(p.x, p.bytes);
     this.hoverMoment = F.moment[p.x];
-    if (!this.fixed) { this.moment = F.moment[p.x]; this.redrawMoment(); }
+    if (!this.fixed) { this.moment = F.moment[p.x]; this.redraw(); }
     if (!this.hovered) { this.tip.hidden = true; return; }
     this.tip.innerHTML = this.data.hasDetail ? MT.tipHtml(this.data, this.hovered, F.moment[p.x])
       : "reading the details\u2026";
@@ -339,10 +347,11 @@ MT.Page = class {
     this.tip.style.top = top + "px";
   }
 
-  redrawMoment() {
-    if (this.momentPending) return;
-    this.momentPending = true;
-    requestAnimationFrame(() => { this.momentPending = false; this.draw(); });
+  // The next animation frame draws (once, however often asked).
+  redraw() {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => { this.pending = false; this.draw(); });
   }
 
   bind() {
@@ -376,7 +385,7 @@ MT.Page = class {
     }, { passive: false });
     window.addEventListener("keydown", (ev) => this.key(ev));
     window.addEventListener("hashchange", () => { if (location.hash !== this.lastHash) { this.applyHash(); this.draw(); } });
-    window.addEventListener("resize", () => { this.panelsKey = null; this.draw(); });
+    window.addEventListener("resize", () => { this.panelsKey = null; this.client = null; this.draw(); });
   }
 
   click(ev) {

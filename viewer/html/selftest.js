@@ -1,5 +1,5 @@
 // selftest.js — what tests and benchmarks ask of the page (the URL's
-// "selftest" flag runs MT.selftest once the page is interactive):
+// "selftest" flag runs MT.selftest once every part of the data is in):
 //  - MT.selftest: at the moment in the URL, the bytes live, the anatomy,
 //    the 20 largest allocations live (as `memtrace report --at` lists them)
 //    with where each is drawn, and the page's own checks (its columns hold
@@ -59,8 +59,8 @@ MT.hovered = function (page) {
 
 MT.timings = function (page) {
   const t = page.timings;
-  return { script_start_ms: t.start, inflated_ms: t.inflated, decoded_ms: t.decoded, interactive_ms: t.interactive,
-    details_ms: t.details };
+  return { script_start_ms: t.start, first_buffer_ms: t.read, decoded_ms: t.decoded, interactive_ms: t.interactive,
+    complete_ms: t.complete };
 };
 
 // Pan and zoom frames as a person would make them: from the whole trace

@@ -4,6 +4,8 @@
 // shorter than a column (or than the level's bins) merged per call site on
 // top. Wide windows read the pyramid of viewer/html-lod.c; narrow ones
 // (at most meta.raw_max allocation starts) are computed here the same way.
+// Until the allocations a window needs have arrived (data.covers), it is
+// drawn at the finest level the first buffer holds (`partial`).
 
 MT.Frame = class {
   // data: MT.Data; a, b: the window (ns since t0); W columns.
@@ -18,22 +20,31 @@ MT.Frame = class {
     this.moment = new Float64Array(W);
     this.total = new Float64Array(W);
     this.groups = []; // per column: [site, count, bytes, ...] or null
-    const starts = MT.lowerBound(data.start, b, 0, data.n) - MT.lowerBound(data.start, a, 0, data.n);
-    this.level = this.chooseLevel(starts);
+    this.level = this.chooseLevel(data.startsIn(a, b), data.covers(a, b));
     if (this.level < 0) this.computeRaw(); else this.computeLevel();
     this.computeIndividuals();
   }
 
-  // The coarsest level with bins at most a column wide, or -1 (raw).
-  chooseLevel(starts) {
-    if (starts <= this.data.meta.raw_max) return -1;
-    const lv = this.data.levels;
-    for (let l = 0; l < lv.length; l++) if (lv[l].w <= this.pxw) return l;
-    return -1;
+  // The coarsest level with bins at most a column wide, or -1 (raw); with
+  // covered false, the finest level the page has without the window's
+  // allocations.
+  chooseLevel(starts, covered) {
+    const lv = this.data.levels, L = this.data.inHandW;
+    if (covered && starts <= this.data.meta.raw_max) return -1;
+    for (let l = 0; l < lv.length; l++) {
+      if (lv[l].w > this.pxw) continue;
+      if ((covered || lv[l].w >= L) && this.data.level(l)) return l;
+      break;
+    }
+    if (covered) return -1;
+    this.partial = true;
+    let l = 0;
+    while (l + 1 < lv.length && lv[l + 1].w >= L && this.data.level(l + 1)) l++;
+    return l;
   }
 
   computeLevel() {
-    const lv = this.data.levels[this.level], W = this.W;
+    const lv = this.data.level(this.level), W = this.W;
     this.minDur = lv.w;
     for (let x = 0; x < W; x++) {
       const c0 = this.colStart[x], c1 = Math.max(this.colStart[x + 1], c0 + 1);
@@ -55,8 +66,9 @@ MT.Frame = class {
     const a = cs[0], b = cs[W];
     this.minDur = Math.max(1, this.pxw);
     // live at a, and the ends inside the window bucketed by column
-    let live = 0;
-    const endCol = [], endT = [], endB = [];
+    let live = 0, nEnd = 0;
+    let endCol = d.scratch("endCol", Int32Array, 1024), endT = d.scratch("endT", Float64Array, 1024);
+    let endB = d.scratch("endB", Float64Array, 1024);
     d.touching(a, b, 0, Infinity, (i) => {
       if (d.start[i] <= a) live += d.bytes[i];
       const e = d.end[i];
@@ -64,40 +76,44 @@ MT.Frame = class {
         let x = Math.min(W - 1, Math.max(0, this.columnOf(e)));
         while (x + 1 < W && cs[x + 1] <= e) x++;
         while (x > 0 && cs[x] > e) x--;
-        endCol.push(x);
-        endT.push(e);
-        endB.push(d.bytes[i]);
+        if (nEnd === endT.length) {
+          endCol = d.scratch("endCol", Int32Array, 2 * nEnd, nEnd);
+          endT = d.scratch("endT", Float64Array, 2 * nEnd, nEnd);
+          endB = d.scratch("endB", Float64Array, 2 * nEnd, nEnd);
+        }
+        endCol[nEnd] = x;
+        endT[nEnd] = e;
+        endB[nEnd++] = d.bytes[i];
       }
     });
-    const nEnd = endT.length, firstEnd = new Int32Array(W + 1);
+    const firstEnd = d.scratch("firstEnd", Int32Array, W + 1).fill(0, 0, W + 1);
     for (let k = 0; k < nEnd; k++) firstEnd[endCol[k] + 1]++;
     for (let x = 0; x < W; x++) firstEnd[x + 1] += firstEnd[x];
-    const fill = firstEnd.slice(0, W), order = new Int32Array(nEnd);
+    const fill = d.scratch("fill", Int32Array, W), order = d.scratch("order", Int32Array, nEnd);
+    fill.set(firstEnd.subarray(0, W));
     for (let k = 0; k < nEnd; k++) order[fill[endCol[k]]++] = k;
-    let i = MT.lowerBound(d.start, a + 0.5, 0, d.n); // starts after a
-    const tmp = [];
+    for (let x = 0; x < W; x++) MT.sortBy(order, firstEnd[x], firstEnd[x + 1], endT); // each column's in time order
+    // the starts after a, in the chunks in hand (none of [a, b] past n)
+    const [k0, k1] = d.complete ? [0, Infinity] : d.chunksOf(a, b + 1), n = Math.min(d.n, k1 * d.chunk);
+    let i = MT.lowerBound(d.start, a + 0.5, k0 * d.chunk, n);
     for (let x = 0; x < W; x++) {
-      const c0 = cs[x], c1 = Math.max(cs[x + 1], c0 + 1);
-      // ends of this column in time order (few)
-      tmp.length = 0;
-      for (let k = firstEnd[x]; k < firstEnd[x + 1]; k++) tmp.push(order[k]);
-      tmp.sort((p, q) => endT[p] - endT[q]);
+      const c0 = cs[x], c1 = Math.max(cs[x + 1], c0 + 1), e1 = firstEnd[x + 1];
       // events at c0 itself belong to the state at c0
-      let e = 0;
-      while (i < d.n && d.start[i] <= c0) live += d.bytes[i++];
-      while (e < tmp.length && endT[tmp[e]] <= c0) live -= endB[tmp[e++]];
+      let e = firstEnd[x];
+      while (i < n && d.start[i] <= c0) live += d.bytes[i++];
+      while (e < e1 && endT[order[e]] <= c0) live -= endB[order[e++]];
       let best = live, bestT = c0;
       for (;;) {
         let t = Infinity;
-        if (i < d.n && d.start[i] < t) t = d.start[i];
-        if (e < tmp.length && endT[tmp[e]] < t) t = endT[tmp[e]];
+        if (i < n && d.start[i] < t) t = d.start[i];
+        if (e < e1 && endT[order[e]] < t) t = endT[order[e]];
         if (t >= c1) break;
-        while (i < d.n && d.start[i] === t) live += d.bytes[i++];
-        while (e < tmp.length && endT[tmp[e]] === t) live -= endB[tmp[e++]];
+        while (i < n && d.start[i] === t) live += d.bytes[i++];
+        while (e < e1 && endT[order[e]] === t) live -= endB[order[e++]];
         if (live > best) { best = live; bestT = t; }
       }
       // ends past c1 that fell in this column by rounding: apply now
-      while (e < tmp.length) live -= endB[tmp[e++]];
+      while (e < e1) live -= endB[order[e++]];
       this.moment[x] = bestT;
       this.total[x] = best;
       this.groups.push(null);
@@ -118,21 +134,22 @@ MT.Frame = class {
   // (Contributions gathered, then placed by column with a counting sort.)
   rawGroups() {
     const d = this.data, W = this.W;
-    let col = new Int32Array(1024), who = new Int32Array(1024), n = 0;
+    let col = d.scratch("col", Int32Array, 1024), who = d.scratch("who", Int32Array, 1024), n = 0;
     d.touching(this.moment[0], this.moment[W - 1] + 1, 0, this.minDur, (i) => {
       for (let x = this.firstColumnAtOrAfter(d.start[i]); x < W && this.moment[x] < d.end[i]; x++) {
         if (n === col.length) {
-          const c2 = new Int32Array(2 * n), w2 = new Int32Array(2 * n);
-          c2.set(col); w2.set(who); col = c2; who = w2;
+          col = d.scratch("col", Int32Array, 2 * n, n);
+          who = d.scratch("who", Int32Array, 2 * n, n);
         }
         col[n] = x;
         who[n++] = i;
       }
     });
-    const first = new Int32Array(W + 1), placed = new Int32Array(n);
+    const first = d.scratch("first", Int32Array, W + 1).fill(0, 0, W + 1), placed = d.scratch("placed", Int32Array, n);
     for (let k = 0; k < n; k++) first[col[k] + 1]++;
     for (let x = 0; x < W; x++) first[x + 1] += first[x];
-    const fill = first.slice(0, W);
+    const fill = d.scratch("fill", Int32Array, W);
+    fill.set(first.subarray(0, W));
     for (let k = 0; k < n; k++) placed[fill[col[k]]++] = who[k];
     for (let x = 0; x < W; x++) {
       const a = first[x], b = first[x + 1];
@@ -140,7 +157,7 @@ MT.Frame = class {
       const part = placed.subarray(a, b);
       let one = true;
       for (let k = 1; k < part.length && one; k++) one = d.site[part[k]] === d.site[part[0]];
-      if (!one) part.sort((p, q) => d.site[p] - d.site[q]);
+      if (!one) MT.sortBy(placed, a, b, d.site);
       const out = [];
       for (let k = 0; k < part.length;) {
         const site = d.site[part[k]];
@@ -155,17 +172,22 @@ MT.Frame = class {
   // Allocations drawn as themselves: at least minDur long and live at some
   // column's moment; in allocation order, each with its run of columns.
   computeIndividuals() {
-    const d = this.data, W = this.W;
-    let ids = new Int32Array(1024), nids = 0;
-    d.touching(this.moment[0], this.moment[W - 1] + 1, this.minDur, Infinity, (i) => {
-      if (nids === ids.length) { const g = new Int32Array(2 * nids); g.set(ids); ids = g; }
+    const d = this.data, W = this.W, mo = this.moment;
+    let ids = d.scratch("ids", Int32Array, 1024), nids = 0;
+    d.touching(mo[0], mo[W - 1] + 1, this.minDur, Infinity, (i) => {
+      if (nids === ids.length) ids = d.scratch("ids", Int32Array, 2 * nids, nids);
       ids[nids++] = i;
     });
-    const idx = ids.subarray(0, nids).sort(), xs = new Int32Array(nids), xe = new Int32Array(nids);
-    let m = 0;
-    for (let k = 0; k < idx.length; k++) {
-      const i = idx[k], x0 = this.firstColumnAtOrAfter(d.start[i]);
-      const x1 = d.end[i] === Infinity ? W : this.firstColumnAtOrAfter(d.end[i]);
+    const idx = MT.radixSort(ids, nids, d.scratch("sorting", Int32Array, nids));
+    const xs = d.scratch("xs", Int32Array, nids), xe = d.scratch("xe", Int32Array, nids);
+    let m = 0, x0 = 0;
+    for (let k = 0; k < nids; k++) {
+      // starts come in order: x0 only moves on; x1 is at most the run away
+      const i = idx[k], s = d.start[i], e = d.end[i];
+      while (x0 < W && mo[x0] < s) x0++;
+      let x1 = x0;
+      if (e === Infinity) x1 = W;
+      else while (x1 < W && mo[x1] < e) x1++;
       if (x1 <= x0) continue;
       idx[m] = i;
       xs[m] = x0;

@@ -83,3 +83,33 @@ MT.lowerBound = function (arr, v, lo, hi) {
   }
   return lo;
 };
+
+// Sorts v[0..n) (integers in [0, 2^32)) in place by three passes of 11
+// bits through tmp (at least n long). Returns v.
+MT.radixSort = function (v, n, tmp) {
+  const count = new Int32Array(2048);
+  let src = v, dst = tmp;
+  for (let shift = 0; shift < 33; shift += 11) {
+    count.fill(0);
+    for (let k = 0; k < n; k++) count[(src[k] >>> shift) & 2047]++;
+    if (count[0] === n) continue; // this digit is 0 everywhere
+    for (let c = 0, sum = 0; c < 2048; c++) { const x = count[c]; count[c] = sum; sum += x; }
+    for (let k = 0; k < n; k++) dst[count[(src[k] >>> shift) & 2047]++] = src[k];
+    const t = src; src = dst; dst = t;
+  }
+  if (src !== v) v.set(src.subarray(0, n));
+  return v;
+};
+
+// Sorts v[lo..hi) by key[v[k]] ascending (Shell sort: in place, no calls
+// per comparison, close to insertion sort for the few of a column).
+MT.sortBy = function (v, lo, hi, key) {
+  for (const gap of [701, 301, 132, 57, 23, 10, 4, 1]) {
+    for (let p = lo + gap; p < hi; p++) {
+      const o = v[p], t = key[o];
+      let q = p - gap;
+      for (; q >= lo && key[v[q]] > t; q -= gap) v[q + gap] = v[q];
+      v[q + gap] = o;
+    }
+  }
+};

@@ -4,12 +4,16 @@
 # each with its 2 driver attempts; each OOM's anatomy is the reading taken
 # at it and its parts add up to it. The saved replays ran against the
 # recorded capacity (800 MiB), the room at every OOM: replay holds the
-# recorded program (no OOM) and the report says no policy would have held
-# the failed request, each needing its reserved peak plus the request.
+# recorded program (no OOM), says it does not repeat the 21 failed
+# allocations, and the report says no policy would have held the failed
+# request, each needing its reserved peak plus the request.
 "$WRITE_TRACE" oom-loop loop.db
 "$MEMTRACE" replay loop.db --backend sim --policy native,caching >replay.txt
 sed -n 1p replay.txt
 awk '/^(native|caching) / {print $1, $2, $3, $4, "OOMs:", $8}' replay.txt
+grep '^the trace records' replay.txt
+# a replay saved under a --limit too small for the run: its verdict names it
+"$MEMTRACE" replay loop.db --backend sim --policy bestfit --limit 100MiB >/dev/null
 "$MEMTRACE" report loop.db | sed -n '/^Out of memory/,/^  OOM 2 /p'
 "$MEMTRACE" report loop.db --json | python3 -c '
 import json, sys
