@@ -50,8 +50,19 @@ def skip(name, why):
     print("ok %d - %s # SKIP %s" % (len(results), name, why), flush=True)
 
 
+def sanitizer_preload():
+    """In a sanitized build, memtrace's hook libraries carry the ASan runtime,
+    which must come first in the programs they are loaded into: the runtime
+    memtrace itself links, to preload there (no leak checks: the programs
+    are not memtrace's). Empty otherwise."""
+    out = subprocess.run(["ldd", MEMTRACE], stdout=subprocess.PIPE, text=True).stdout
+    libs = [l.split()[2] for l in out.splitlines() if "libasan" in l and "=>" in l]
+    return {"LD_PRELOAD": libs[0], "ASAN_OPTIONS": "detect_leaks=0"} if libs else {}
+
+
 def record(tmp, *cmd, opts=(), env=None):
     e = dict(os.environ)
+    e.update(sanitizer_preload())
     for k in [k for k in e if k.startswith("MEMTRACE_") or k.startswith("PYTORCH_")]:
         del e[k]
     e.pop("PYTHONPATH", None)
