@@ -6,19 +6,7 @@ M=$1
 W=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-n=0
-fail=0
-check() { # check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $d"
-	else
-		echo "not ok $n - $d"
-		fail=1
-	fi
-}
+. "$(dirname "$0")/../tap.sh"
 for s in 1 2 4 64; do
 	"$W" --quad 65536 "$dir/m$s.db" $s || exit 1
 	"$W" --branch-at 2 "$dir/b$s.db" $s || exit 1
@@ -98,5 +86,4 @@ check "unknown policy: usage error" sh -c "test $? -eq 2 && grep -q 'unknown pol
 check "missing trace: exit 1" test $? -eq 1
 "$M" predict --help >"$dir/out"
 check "--help: exit 0 on stdout" sh -c "test $? -eq 0 && grep -q '^usage: memtrace predict' '$dir/out'"
-echo "1..$n"
-exit $fail
+tap_done

@@ -6,15 +6,7 @@ M=$1
 W=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-fail=0
-check() { # check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	if ! "$@"; then
-		echo "FAIL: $d" >&2
-		fail=1
-	fi
-}
+. "$(dirname "$0")/../tap.sh"
 "$W" "$dir/t.db" || exit 1
 
 "$M" replay "$dir/t.db" --backend sim --policy native,bestfit,planned --no-save >"$dir/out" 2>"$dir/err"
@@ -107,4 +99,4 @@ wait $pid
 check "SIGINT exit 130" test $? -eq 130
 check "SIGINT: one line" sh -c "test \$(wc -l <'$dir/err') -eq 1 && grep -q interrupted '$dir/err'"
 check "SIGINT: nothing saved" test "$("$W" --replays "$dir/big.db" | wc -l)" -eq 0
-exit $fail
+tap_done

@@ -6,15 +6,7 @@ set -u
 M=${MEMTRACE:?MEMTRACE is not set}
 dir=$(mktemp -d /tmp/mt-render-cli-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-fail=0
-check() { # description, then the command; the command's status decides
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAIL: $what" >&2
-        fail=1
-    fi
-}
+. "$(dirname "$0")/../tap.sh"
 # status STATUS CMD...: runs CMD, wants that exit status and, when it is
 # not 0, exactly one line on stderr starting "memtrace render: "
 status() {
@@ -98,4 +90,4 @@ for view in sys.argv[2:]:
     assert "use" in body and ("path" in body or "image" in body), (view, body[:20])
 PY
 fi
-exit $fail
+tap_done

@@ -20,7 +20,14 @@ for t in "${traces[@]}"; do
     fi
 done
 views=$("$M" render --list-views) || { echo "render --list-views failed" >&2; exit 1; }
-fail=0
+. "$(dirname "$0")/../tap.sh"
+# draw TRACE OUT VIEW ARGS...: the view drawn, into a file not empty
+draw() {
+    local t=$1 out=$2 view=$3
+    shift 3
+    "$M" render "$t" "$out" --view "$view" "$@" 2>"$dir/err" && [ -s "$out" ] \
+        || { cat "$dir/err" >&2; return 1; }
+}
 for t in "${traces[@]}"; do
     b=$(basename "$t" .db)
     for view in $views; do
@@ -33,12 +40,8 @@ for t in "${traces[@]}"; do
                 | grep -q "view cannot write"; then
                 continue
             fi
-            if ! "$M" render "$t" "$dir/$b-$view.$ext" --view "$view" "${extra[@]}" 2>"$dir/err" \
-                || [ ! -s "$dir/$b-$view.$ext" ]; then
-                echo "FAIL: $b $view $ext: $(cat "$dir/err")" >&2
-                fail=1
-            fi
+            check "$b $view $ext" draw "$t" "$dir/$b-$view.$ext" "$view" "${extra[@]}"
         done
     done
 done
-exit $fail
+tap_done
