@@ -777,6 +777,14 @@ void mt_writer_free(struct mt_writer *w)
 	free(w->marks);
 	for (int s = 0; s < ST_COUNT; s++)
 		sqlite3_finalize(w->st[s]);
+	/* The last writer to close, with everything committed, leaves the file
+	 * in rollback-journal mode: readers, who open it read-only and cannot
+	 * remove a -wal or -shm, then create none beside the trace. While
+	 * another connection has it open this fails at once and WAL stays. */
+	if (w->db && w->written == w->appended) {
+		sqlite3_busy_timeout(w->db, 0);
+		sqlite3_exec(w->db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+	}
 	sqlite3_close(w->db);
 	for (size_t i = 0; i < w->n_buffers; i++)
 		free(w->buffers[i].events);
