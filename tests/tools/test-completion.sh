@@ -51,6 +51,14 @@ else
     cp "$completion" "$work/fpath/_memtrace"
     ln -s "$(cd "$(dirname "$memtrace")" && pwd)/$(basename "$memtrace")" "$work/bin/memtrace"
     complete_line() { # LINE: what zsh's completion adds after LINE, sorted
+        # a loaded machine can lose the pty's first exchange: nothing added
+        # is asked again once (a broken completion adds nothing both times)
+        local got
+        got=$(zsh_complete "$1")
+        [ -n "$got" ] || got=$(zsh_complete "$1")
+        printf '%s' "$got"
+    }
+    zsh_complete() {
         : >"$work/added"
         # shellcheck disable=SC2016 # the script is zsh's, expanded by zsh
         PATH="$work/bin:$PATH" timeout 60 zsh -f -c '
