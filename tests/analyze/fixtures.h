@@ -18,7 +18,9 @@ enum fx_trace {
 	FX_ASIS = 2,
 	FX_ASIS_NO_SAMPLE = 3,
 	FX_OOMS = 4,
-	FX_OOM_LOOP = 5, /* the OOM program: 7 rounds */
+	FX_OOM_LOOP = 5,       /* the OOM program: 7 rounds */
+	FX_KERNELS_GPU = 6,    /* kernels with GPU times at the peak and OOMs */
+	FX_KERNELS_LAUNCH = 7, /* the same recorded at launch (meta kernels) */
 };
 
 /* Call-site strings of MAIN. */
@@ -27,7 +29,8 @@ extern const char fx_site1[], fx_site2[];
 /* Writes the trace into path (replaced). Returns 0 or a negative errno. */
 int fx_write(enum fx_trace which, const char *path);
 /* The trace named "main", "main-replays", "asis", "asis-no-sample",
- * "ooms" or "oom-loop"; -EINVAL for another name. */
+ * "ooms", "oom-loop", "kernels-gpu" or "kernels-launch"; -EINVAL for
+ * another name. */
 int fx_from_name(const char *name, enum fx_trace *which);
 
 #endif
