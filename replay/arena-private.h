@@ -5,8 +5,8 @@
  * The owner obtains segments (memory from a backend) and hands them to the
  * arena; the arena splits free blocks to serve requests and merges a freed
  * block with free address neighbours of its segment. Free blocks sit in
- * intrusive red-black trees ordered for the chosen fit: best fit, one tree
- * by (stream, size, position); first fit, one tree per size class (8
+ * ordered sets for the chosen fit: best fit, one set by (stream, size,
+ * position) in size-class bins (sizebins-private.h); first fit, one tree per size class (8
  * classes per power of two) ordered by position with each class's lowest
  * block in a tournament tree, so the first fit is the lower of the
  * tournament's minimum over the classes above the request's and the first
@@ -25,6 +25,7 @@
 #include "addrmap-private.h"
 #include "memtrace-replay.h"
 #include "rbtree-private.h"
+#include "sizebins-private.h"
 
 enum rp_arena_fit {
 	RP_ARENA_BEST_FIT = 0,
@@ -33,7 +34,8 @@ enum rp_arena_fit {
 
 struct rp_arena_segment;
 
-#define RP_ARENA_CLASSES 512
+/* first fit's size classes: those of rp_sizebins_class */
+#define RP_ARENA_CLASSES RP_SIZEBINS_CLASSES
 
 /* A block. The tree node and the fields the trees order by come first and
  * records start on a cache line, so a step of a descent reads one line. */
@@ -71,8 +73,8 @@ struct rp_arena_seat {
 struct rp_arena {
 	enum rp_arena_fit fit;
 	bool per_stream;
-	uint64_t min_split;          /* remainders smaller than this stay in the block */
-	struct rp_rb_tree free_tree; /* best fit: free blocks */
+	uint64_t min_split;           /* remainders smaller than this stay in the block */
+	struct rp_sizebins free_bins; /* best fit: free blocks */
 	/* first fit: free blocks per size class, and a tournament tree over
 	 * the classes' lowest blocks (leaf RP_ARENA_CLASSES + c: class c's
 	 * lowest; inner nodes: the lower of their children) */

@@ -65,7 +65,7 @@ void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, u
 	a->fit = fit;
 	a->per_stream = per_stream && fit == RP_ARENA_BEST_FIT;
 	a->min_split = min_split ? min_split : 1;
-	rp_rb_init(&a->free_tree);
+	rp_sizebins_init(&a->free_bins);
 	rp_rb_init(&a->segments);
 	for (size_t i = 0; i < 2 * RP_ARENA_CLASSES; i++)
 		a->class_min[i] = seat_of(NULL);
@@ -100,7 +100,7 @@ void rp_arena_release(struct rp_arena *a)
 		a->spare = next;
 	}
 	rp_addrmap_release(&a->live);
-	rp_rb_init(&a->free_tree);
+	rp_sizebins_release(&a->free_bins);
 }
 
 static struct rp_arena_block *new_block(struct rp_arena *a)
@@ -111,13 +111,6 @@ static struct rp_arena_block *new_block(struct rp_arena *a)
 		return b;
 	}
 	return rp_rb_record_new(sizeof(*b));
-}
-
-/* 8 classes per power of two: [2^e + k 2^(e-3), 2^e + (k+1) 2^(e-3)) */
-static unsigned size_class(uint64_t x)
-{
-	unsigned e = 63u - (unsigned)__builtin_clzll(x | 1);
-	return e < 3 ? (unsigned)x : e * 8 + (unsigned)((x >> (e - 3)) & 7);
 }
 
 static struct rp_arena_seat lower(struct rp_arena_seat x, struct rp_arena_seat y)
@@ -143,10 +136,10 @@ static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 {
 	b->allocated = false;
 	if (a->fit == RP_ARENA_BEST_FIT) {
-		rp_rb_insert(&a->free_tree, &b->node, best_cmp);
+		rp_sizebins_insert(&a->free_bins, &b->node, b->stream, b->bytes, best_cmp);
 		return;
 	}
-	unsigned c = size_class(b->bytes);
+	unsigned c = rp_sizebins_class(b->bytes);
 	rp_rb_insert(&a->classes[c], &b->node, first_cmp);
 	struct rp_arena_seat *m = &a->class_min[RP_ARENA_CLASSES + c];
 	if (rp_cmp4(b->seq, m->seq, b->address, m->address, 0, 0, 0, 0) < 0)
@@ -156,10 +149,10 @@ static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
 {
 	if (a->fit == RP_ARENA_BEST_FIT) {
-		rp_rb_erase(&a->free_tree, &b->node);
+		rp_sizebins_erase(&a->free_bins, &b->node);
 		return;
 	}
-	unsigned c = size_class(b->bytes);
+	unsigned c = rp_sizebins_class(b->bytes);
 	bool lowest = a->class_min[RP_ARENA_CLASSES + c].block == b;
 	struct rp_rb_node *next = lowest ? rp_rb_next(&b->node) : NULL;
 	rp_rb_erase(&a->classes[c], &b->node);
@@ -167,9 +160,18 @@ static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
 		set_class_min(a, c, next ? BLOCK(next) : NULL);
 }
 
+/* Makes the best-fit bins of the stream that free blocks will carry (the
+ * first fit's classes need nothing). */
+static int prepare_stream(struct rp_arena *a, uint64_t stream)
+{
+	return a->fit == RP_ARENA_BEST_FIT ? rp_sizebins_prepare(&a->free_bins, stream) : 0;
+}
+
 int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
                          uint64_t tag)
 {
+	if (prepare_stream(a, a->per_stream ? stream : 0) < 0)
+		return -ENOMEM;
 	struct rp_arena_segment *seg = malloc(sizeof(*seg));
 	struct rp_arena_block *b = new_block(a);
 	if (!seg || !b) {
@@ -200,7 +202,7 @@ int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, u
  * class needs a scan, and only below the best address found above. */
 static struct rp_arena_block *first_fit(struct rp_arena *a, uint64_t bytes)
 {
-	unsigned c = size_class(bytes);
+	unsigned c = rp_sizebins_class(bytes);
 	struct rp_arena_seat best = seat_of(NULL);
 	/* tournament minimum over classes [c + 1, CLASSES) */
 	for (size_t lo = RP_ARENA_CLASSES + c + 1, hi = 2 * RP_ARENA_CLASSES; lo < hi;
@@ -226,7 +228,8 @@ static struct rp_arena_block *find_fit(struct rp_arena *a, uint64_t bytes, uint6
 	if (a->fit == RP_ARENA_FIRST_FIT)
 		return first_fit(a, bytes);
 	struct fit_key k = { stream, bytes, 0, 0 };
-	struct rp_rb_node *n = rp_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
+	struct rp_rb_node *n =
+	        rp_sizebins_lower_bound(&a->free_bins, stream, bytes, &k, best_key_cmp);
 	return n && BLOCK(n)->stream == stream ? BLOCK(n) : NULL;
 }
 
@@ -279,18 +282,11 @@ int rp_arena_alloc(struct rp_arena *a, uint64_t bytes, uint64_t requested, uint6
 int rp_arena_alloc_any(struct rp_arena *a, uint64_t bytes, uint64_t requested, uint64_t stream,
                        uint64_t *address, uint64_t *granted)
 {
-	/* Visit each stream present in the free tree once: its fit, then jump
-	 * past the stream. */
-	struct rp_rb_node *n = rp_rb_first(&a->free_tree);
-	while (n) {
-		uint64_t s = BLOCK(n)->stream;
-		struct rp_arena_block *b = find_fit(a, bytes, s);
+	/* each stream's fit, in stream order */
+	for (unsigned r = 0; r < a->free_bins.n; r++) {
+		struct rp_arena_block *b = find_fit(a, bytes, a->free_bins.sorted[r]->stream);
 		if (b)
 			return take(a, b, bytes, requested, stream, address, granted);
-		if (s == UINT64_MAX)
-			break;
-		struct fit_key k = { s + 1, 0, 0, 0 };
-		n = rp_rb_lower_bound(&a->free_tree, &k, best_key_cmp);
 	}
 	return -ENOSPC;
 }
@@ -304,6 +300,8 @@ static void recycle(struct rp_arena *a, struct rp_arena_block *b)
 int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_t *bytes)
 {
 	uint64_t v;
+	if (prepare_stream(a, a->per_stream ? stream : 0) < 0)
+		return -ENOMEM;
 	if (!rp_addrmap_remove(&a->live, address, &v))
 		return -ENOENT;
 	struct rp_arena_block *b = (struct rp_arena_block *)(uintptr_t)v;

@@ -231,13 +231,15 @@ int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t h
 		                       "map of %llu bytes: handle %llu unknown or of "
 		                       "another size",
 		                       (unsigned long long)bytes, (unsigned long long)handle);
-	if (va % b->granularity || rp_addrmap_get(&b->maps, va, NULL))
+	/* one probe: noted as mapped unless it already is, forgotten if the
+	 * map fails */
+	if (va % b->granularity || (rc = rp_addrmap_insert(&b->maps, va, bytes)) == -EEXIST)
 		return rp_backend_fail(b, -EINVAL, "map at 0x%llx: unaligned or already mapped",
 		                       (unsigned long long)va);
-	if ((rc = b->impl->map(b, va, bytes, handle)) < 0)
-		return rc;
-	if ((rc = remember(b, &b->maps, va, bytes)) < 0) {
-		b->impl->unmap(b, va, bytes);
+	if (rc < 0)
+		return rp_backend_fail(b, -ENOMEM, "out of host memory");
+	if ((rc = b->impl->map(b, va, bytes, handle)) < 0) {
+		rp_addrmap_remove(&b->maps, va, NULL);
 		return rc;
 	}
 	b->stats.map_calls++;
@@ -246,14 +248,21 @@ int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t h
 
 int mt_backend_unmap(struct mt_backend *b, uint64_t va, uint64_t bytes)
 {
-	uint64_t have;
-	if (!rp_addrmap_get(&b->maps, va, &have) || have != bytes)
+	/* one probe: removed, and put back (which cannot need more room) when
+	 * it is of another size or the unmap fails */
+	uint64_t have = 0;
+	bool mapped = rp_addrmap_remove(&b->maps, va, &have);
+	if (!mapped || have != bytes) {
+		if (mapped)
+			rp_addrmap_put(&b->maps, va, have);
 		return rp_backend_fail(b, -EINVAL, "no mapping of %llu bytes at 0x%llx",
 		                       (unsigned long long)bytes, (unsigned long long)va);
+	}
 	int rc = b->impl->unmap(b, va, bytes);
-	if (rc < 0)
+	if (rc < 0) {
+		rp_addrmap_put(&b->maps, va, have);
 		return rc;
-	rp_addrmap_remove(&b->maps, va, NULL);
+	}
 	b->stats.unmap_calls++;
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include "addrmap-private.h"
 #include "memtrace-replay.h"
 #include "rbtree-private.h"
+#include "sizebins-private.h"
 
 /* Constants of CUDACachingAllocator.cpp (same names, same values). */
 #define TORCH_MIN_BLOCK_SIZE 512ull         /* kMinBlockSize */
@@ -72,7 +73,7 @@ struct torch_block {
 /* A BlockPool: free blocks ordered by (stream, size, address), unmapped
  * blocks by (stream, address). */
 struct torch_pool {
-	struct rp_rb_tree blocks;
+	struct rp_sizebins blocks;
 	struct rp_rb_tree unmapped;
 	bool is_small;
 	int64_t get_free_blocks_call_count;

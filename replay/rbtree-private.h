@@ -21,6 +21,7 @@ struct rp_rb_node {
 	struct rp_rb_node *parent;
 	struct rp_rb_node *child[2]; /* [0] left (smaller), [1] right (larger) */
 	bool red;
+	uint32_t tag; /* the owner's (rp_sizebins: its bin); the tree leaves it alone */
 };
 
 struct rp_rb_tree {

@@ -66,7 +66,7 @@ void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
 void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
 {
 	b->gc_count_base = pool->get_free_blocks_call_count;
-	rp_rb_insert(&pool->blocks, &b->node, rp_torch_cmp_size);
+	rp_sizebins_insert(&pool->blocks, &b->node, b->stream, b->size, rp_torch_cmp_size);
 }
 
 void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b)
@@ -94,7 +94,10 @@ uint64_t rp_torch_try_merge(struct torch_block *dst, struct torch_block *src)
 	}
 	subsumed = src->size;
 	dst->size += subsumed;
-	rp_rb_erase(src->mapped ? &src->pool->blocks : &src->pool->unmapped, &src->node);
+	if (src->mapped)
+		rp_sizebins_erase(&src->pool->blocks, &src->node);
+	else
+		rp_rb_erase(&src->pool->unmapped, &src->node);
 	rp_torch_block_recycle(src);
 	return subsumed;
 }
@@ -105,8 +108,10 @@ struct torch_block *rp_torch_segment_add(struct torch_alloc *t, struct torch_poo
 	struct torch_segment *s = calloc(1, sizeof(*s));
 	struct torch_block *b;
 
-	if (!s)
+	if (!s || rp_sizebins_prepare(&pool->blocks, stream) < 0) {
+		free(s);
 		return NULL;
+	}
 	s->place = UINT64_MAX - t->segments_made++; /* below the earlier ones */
 	b = rp_torch_block_new(s, pool, stream, addr, bytes);
 	if (!b) {

@@ -49,6 +49,7 @@
 #include "block-pool-private.h"
 #include "policy-private.h"
 #include "rbtree-private.h"
+#include "sizebins-private.h"
 
 extern const struct mt_policy_ops rp_policy_stitch;
 
@@ -81,7 +82,7 @@ struct stitch {
 	struct mt_backend *b;
 	struct mt_policy *small; /* `caching`, for requests <= 1 MiB */
 	uint64_t page;
-	struct rp_rb_tree free_tree;  /* (stream, npages, seq, va) */
+	struct rp_sizebins free_bins; /* (stream, npages, seq, va) */
 	struct rp_addrmap live;       /* va -> struct vblock * */
 	struct stream_pages *streams; /* free pages per stream (streams are few) */
 	size_t nstreams;
@@ -125,6 +126,8 @@ static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
 	for (size_t i = 0; i < p->nstreams; i++)
 		if (p->streams[i].stream == stream)
 			return &p->streams[i];
+	if (rp_sizebins_prepare(&p->free_bins, stream) < 0)
+		return NULL;
 	v = realloc(p->streams, (p->nstreams + 1) * sizeof(*v));
 	if (!v)
 		return NULL;
@@ -137,13 +140,13 @@ static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
  * stream's slot exists: alloc_large made it before any block of the stream). */
 static void free_insert(struct stitch *p, struct vblock *v)
 {
-	rp_rb_insert(&p->free_tree, &v->node, cmp_free);
+	rp_sizebins_insert(&p->free_bins, &v->node, v->stream, v->npages, cmp_free);
 	stream_slot(p, v->stream)->pages += v->npages;
 }
 
 static void free_erase(struct stitch *p, struct vblock *v)
 {
-	rp_rb_erase(&p->free_tree, &v->node);
+	rp_sizebins_erase(&p->free_bins, &v->node);
 	stream_slot(p, v->stream)->pages -= v->npages;
 }
 
@@ -310,15 +313,12 @@ static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t
 	return 0;
 }
 
-/* The stream's largest free block (the last of its run in the tree). */
+/* The stream's largest free block (the last of its bins). */
 static struct vblock *largest_free(struct stitch *p, uint64_t stream)
 {
-	struct vblock key = {
-		.stream = stream, .npages = UINT64_MAX, .seq = UINT64_MAX, .va = UINT64_MAX
-	};
-	struct vblock *v = vb(rp_rb_floor(&p->free_tree, &key, key_free));
+	const struct rp_sizebins_stream *g = rp_sizebins_find(&p->free_bins, stream);
 
-	return v && v->stream == stream ? v : NULL;
+	return g ? vb(rp_sizebins_last_of_rank(&p->free_bins, g->rank)) : NULL;
 }
 
 /* Steps 2 and 3: stitches the stream's free blocks, largest first, and
@@ -371,13 +371,13 @@ undo:
  * than `stream`, and the small pool's cache. */
 static int release_free(struct stitch *p, bool all, uint64_t stream)
 {
-	struct rp_rb_node *n = rp_rb_first(&p->free_tree);
+	struct rp_rb_node *n = rp_sizebins_first(&p->free_bins);
 
 	while (n) {
 		struct vblock *v = vb(n);
 		int rc;
 
-		n = rp_rb_next(n);
+		n = rp_sizebins_next(&p->free_bins, n);
 		if (!all && v->stream == stream)
 			continue;
 		free_erase(p, v);
@@ -391,7 +391,7 @@ static int release_free(struct stitch *p, bool all, uint64_t stream)
 static int alloc_large(struct stitch *p, uint64_t need, uint64_t stream, struct vblock **out)
 {
 	struct vblock key = { .stream = stream, .npages = need };
-	struct vblock *v = vb(rp_rb_lower_bound(&p->free_tree, &key, key_free));
+	struct vblock *v = vb(rp_sizebins_lower_bound(&p->free_bins, stream, need, &key, key_free));
 	struct stream_pages *sp = stream_slot(p, stream);
 	uint64_t free_pages;
 	int rc;
@@ -479,18 +479,15 @@ static int stitch_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 static void stitch_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct stitch *p = (struct stitch *)pol;
-	struct rp_rb_node *n = rp_rb_last(&p->free_tree);
 	uint64_t largest = 0;
 
 	p->small->ops->stats(p->small, st);
-	/* the largest free block: the last of each stream's run */
-	while (n) {
-		struct vblock key = { .stream = node_vb(n)->stream };
+	/* the largest free block: the largest of some stream */
+	for (unsigned r = 0; r < p->free_bins.n; r++) {
+		struct rp_rb_node *n = rp_sizebins_last_of_rank(&p->free_bins, r);
 
-		if (node_vb(n)->npages * p->page > largest)
+		if (n && node_vb(n)->npages * p->page > largest)
 			largest = node_vb(n)->npages * p->page;
-		n = rp_rb_lower_bound(&p->free_tree, &key, key_free);
-		n = n ? rp_rb_prev(n) : NULL;
 	}
 	st->allocated += p->large_allocated;
 	st->requested += p->requested;
@@ -513,6 +510,7 @@ static void stitch_destroy(struct mt_policy *pol)
 	if (p->small)
 		p->small->ops->destroy(p->small);
 	rp_addrmap_release(&p->live);
+	rp_sizebins_release(&p->free_bins);
 	free(p->streams);
 	free(p);
 }
