@@ -1,6 +1,7 @@
 /* rbtree-private.h — an intrusive red-black tree, the ordered set behind the
- * replay policies' free lists (best fit = lower_bound by (stream, size,
- * address); first fit = lower_bound by address).
+ * replay policies' free lists: each bin of the best fits' size-class bins
+ * (sizebins-private.h, lower_bound by (stream, size, address)), first fit's
+ * size classes (by address), bfc's bins, segments in creation order.
  *
  * The caller embeds a struct rp_rb_node in its own record and gives the
  * order as a comparator on nodes; rp_rb_entry() recovers the record. The

@@ -61,7 +61,7 @@ struct vres {
 };
 
 struct vblock {
-	struct rp_rb_node node; /* in the free tree while free */
+	struct rp_rb_node node; /* in the free bins while free */
 	uint64_t stream;
 	uint64_t npages;                    /* pages mapped at va, va + page, ... */
 	uint64_t seq;                       /* its reservation's creation number */
@@ -136,8 +136,9 @@ static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
 	return &v[p->nstreams++];
 }
 
-/* The free tree, with the free pages of each stream kept alongside (the
- * stream's slot exists: alloc_large made it before any block of the stream). */
+/* The free bins, with the free pages of each stream kept alongside (the
+ * stream's slot and bins exist: alloc_large made them before any block of
+ * the stream). */
 static void free_insert(struct stitch *p, struct vblock *v)
 {
 	rp_sizebins_insert(&p->free_bins, &v->node, v->stream, v->npages, cmp_free);
@@ -236,7 +237,7 @@ static int block_new(struct stitch *p, uint64_t stream, const uint64_t *handles,
 	return rc;
 }
 
-/* Unmaps v (in no tree) and frees its record, and its reservation with the
+/* Unmaps v (in no bin) and frees its record, and its reservation with the
  * last block in it; its pages are not released (they moved to another
  * block, or were released). */
 static int block_drop(struct stitch *p, struct vblock *v)
@@ -273,7 +274,7 @@ static int block_release(struct stitch *p, struct vblock *v)
 	return block_drop(p, v);
 }
 
-/* Splits free block v (in no tree) after keep pages: the tail becomes a new
+/* Splits free block v (in no bin) after keep pages: the tail becomes a new
  * free block of the same stream, in place (same reservation, no remapping). */
 static int split(struct stitch *p, struct vblock *v, uint64_t keep)
 {
