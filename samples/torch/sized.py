@@ -243,7 +243,9 @@ def main(description, preload, setup, steps=2, warmup=1):
     if args.size is not None:
         import torch
         if args.snapshot:
-            torch.cuda.memory._record_memory_history(max_entries=10000000)
+            # Python stacks only: with C++ frames too, gradient checkpointing's
+            # recomputation fails inside autograd (SystemError, torch 2.11)
+            torch.cuda.memory._record_memory_history(max_entries=10000000, stacks="python")
         res = measure(setup, args.size, args.warmup + args.steps)
         if args.snapshot:
             torch.cuda.memory._dump_snapshot(args.snapshot)
