@@ -253,21 +253,29 @@ int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, siz
 /* The memory the allocator could take on the recorded card (README.md's
  * glossary, "capacity"). */
 struct mt_capacity {
-	uint64_t bytes;            /* the capacity; 0 when the device total is not recorded */
-	uint64_t device_total;     /* as recorded, 0 unknown */
-	bool from_reading;         /* false: no reading, bytes = device_total */
-	uint64_t context_bytes;    /* the anatomy's CUDA context and libraries (>= 0) */
-	uint64_t outside_bytes;    /* the anatomy's outside this process (>= 0) */
-	uint64_t at;               /* the moment (absolute) */
-	struct mt_anatomy anatomy; /* of the driver-layer memory at `at`, when from_reading */
+	uint64_t bytes;                 /* the capacity; 0 when the device total is not recorded */
+	uint64_t device_total;          /* as recorded, 0 unknown */
+	bool from_reading;              /* false: no reading, bytes = device_total */
+	uint64_t context_bytes;         /* the anatomy's CUDA context and libraries (>= 0) */
+	uint64_t outside_bytes;         /* the anatomy's outside this process (>= 0), less
+	                                   driver_reserved_bytes */
+	uint64_t driver_reserved_bytes; /* the driver's reserve the reading counted and
+	                                   CUDA's total leaves out; 0 = not recorded */
+	uint64_t library_bytes;         /* driver allocations live at `at` that held no
+	                                   request (a request-layer trace only) */
+	uint64_t at;                    /* the moment (absolute) */
+	struct mt_anatomy anatomy;      /* of the driver-layer memory at `at`, when from_reading */
 };
 
 /* The capacity of device (a row id) of r: the device total less the CUDA
- * context and libraries and the memory outside the process in the anatomy
- * at `at` (MT_TIME_UNKNOWN: the peak of live bytes, as mt_reader_peak_live
- * finds it), computed from the driver-layer lifetimes (the requests when
- * there are none) and the readings; the device total when no reading is
- * available. Returns 0, or -ENOENT (no such device), -ENOMEM or what the
+ * context and libraries and the memory outside the process (without the
+ * driver's reserve where the trace records it) in the anatomy at `at`
+ * (MT_TIME_UNKNOWN: the peak of live bytes, as mt_reader_peak_live finds
+ * it), and less the driver allocations live then in which no request lay
+ * (other code's, when the trace has a request layer); computed from the
+ * driver-layer lifetimes (the requests when there are none), the request
+ * allocations before `at` and the readings; the device total when no
+ * reading is available. Returns 0, or -ENOENT (no such device), -ENOMEM or what the
  * reader returned, with a message. */
 int mt_capacity_recorded(struct mt_reader *r, uint32_t device, uint64_t at, struct mt_capacity *c,
                          char *err, size_t errlen);

@@ -99,7 +99,7 @@ static void test_sites(void)
 }
 
 static char main_path[64], replays_path[64], asis_path[64], nosample_path[64], ooms_path[64],
-        oom_loop_path[64];
+        oom_loop_path[64], capacity_path[64];
 
 static void test_main(void)
 {
@@ -554,6 +554,35 @@ static void test_oom_loop(void)
 	mt_reader_free(r);
 }
 
+/* CAPACITY (fixtures.c): the recorded capacity leaves out the driver's
+ * reserve, which the reading counts and CUDA's total does not, and takes
+ * off the library's allocation that held no request; the anatomy's parts
+ * stay as the reading has them. */
+static void test_capacity(void)
+{
+	struct mt_reader *r = open_reader(capacity_path);
+	struct mt_capacity cap;
+	char err[256], text[512];
+
+	if (!r)
+		return;
+	REQUIRE(mt_capacity_recorded(r, 1, MT_TIME_UNKNOWN, &cap, err, sizeof(err)) == 0);
+	CHECK(cap.from_reading && cap.device_total == GiB && cap.at == T0 + 25 * MS / 10);
+	CHECKF(cap.context_bytes == 100 * MiB && cap.outside_bytes == 8 * MiB &&
+	               cap.driver_reserved_bytes == 16 * MiB && cap.library_bytes == 32 * MiB,
+	       "context %llu outside %llu reserve %llu libraries %llu",
+	       (unsigned long long)cap.context_bytes, (unsigned long long)cap.outside_bytes,
+	       (unsigned long long)cap.driver_reserved_bytes,
+	       (unsigned long long)cap.library_bytes);
+	CHECKF(cap.bytes == 884 * MiB, "capacity %llu", (unsigned long long)cap.bytes);
+	CHECK(cap.anatomy.part[MT_PART_OTHER_PROCESSES] == 24 * (int64_t)MiB);
+	mt_capacity_describe(&cap, T0, text, sizeof(text));
+	CHECKF(strstr(text, "32.0 MiB that libraries allocated beside the allocator") &&
+	               strstr(text, "the driver's own 16.0 MiB left out"),
+	       "%s", text);
+	mt_reader_free(r);
+}
+
 static void test_asis(void)
 {
 	check_asis(asis_path, true);
@@ -581,6 +610,8 @@ int main(void)
 	REQUIRE(fx_write(FX_OOMS, ooms_path) == 0);
 	snprintf(oom_loop_path, sizeof(oom_loop_path), "%s/oom-loop.db", dir);
 	REQUIRE(fx_write(FX_OOM_LOOP, oom_loop_path) == 0);
+	snprintf(capacity_path, sizeof(capacity_path), "%s/capacity.db", dir);
+	REQUIRE(fx_write(FX_CAPACITY, capacity_path) == 0);
 	TEST(test_sites);
 	TEST(test_peak_ties);
 	TEST(test_site_paths);
@@ -591,6 +622,7 @@ int main(void)
 	TEST(test_replays);
 	TEST(test_ooms);
 	TEST(test_oom_loop);
+	TEST(test_capacity);
 	TEST(test_asis);
 	TEST(test_asis_without_samples);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
