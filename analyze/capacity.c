@@ -122,7 +122,9 @@ int mt_capacity_recorded(struct mt_reader *r, uint32_t device, uint64_t at, stru
 	if (!dev)
 		return an_fail(err, errlen, -ENOENT, "the trace has no device row %u", device);
 	rc = mt_reader_kind_stats(r, &q, st);
-	if (rc == 0 && at == MT_TIME_UNKNOWN && (rc = mt_reader_request_layer(r, &layer)) == 0)
+	if (rc == 0)
+		rc = mt_reader_request_layer(r, &layer);
+	if (rc == 0 && at == MT_TIME_UNKNOWN)
 		rc = mt_reader_peak_live(r, &q, layer, &peak, &at);
 	c->at = at;
 	if (rc < 0 || !st[MT_EVENT_SAMPLE].events || !c->device_total)
