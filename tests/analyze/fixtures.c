@@ -51,6 +51,12 @@
  *   then too, at the first round); the
  *   capacity 1024 - 200 - 24 = 800, the room at every OOM 800 as well; the
  *   lower bound 768 + 128 = 896: no allocator holds it.
+ * CAPACITY (the recorded capacity's two corrections): the device's driver
+ *   keeps 16 MiB beside its 1 GiB; at 1 ms a 32 MiB cudaMalloc in which no
+ *   request ever lies (a library's), at 2 ms a 256 MiB segment and at 2.5
+ *   a 200 MiB request in it (the peak); a reading at 3 ms: 412 used, 388
+ *   the process's (context 388 - 288 = 100; outside 24, of which 16 the
+ *   driver's reserve): capacity 1024 - 100 - 32 - (24 - 16) = 884.
  */
 #include "config.h"
 
@@ -144,14 +150,18 @@ static void sample(struct fixture *f, double ms, uint64_t used, uint64_t process
 	append(f, &ev);
 }
 
-static int open_writer(struct fixture *f, const char *path, const char *capture)
+/* The fixture's trace with one process and a device of 1 GiB whose driver
+ * keeps driver_reserved beside it (0: not recorded). */
+static int open_writer_reserved(struct fixture *f, const char *path, const char *capture,
+                                uint64_t driver_reserved)
 {
 	struct mt_process p = { .pid = 42, .command_line = "train.py", .hostname = "h" };
 	struct mt_device d = { .total_bytes = GiB,
 		               .name = "Test GPU",
 		               .uuid = "GPU-1",
 		               .driver_version = "1",
-		               .cuda_version = "1" };
+		               .cuda_version = "1",
+		               .driver_reserved_bytes = driver_reserved };
 
 	unlink(path);
 	memset(f, 0, sizeof(*f));
@@ -166,6 +176,11 @@ static int open_writer(struct fixture *f, const char *path, const char *capture)
 	if (f->rc == 0)
 		note(f, mt_writer_add_device(f->w, &d, &f->dev));
 	return f->rc;
+}
+
+static int open_writer(struct fixture *f, const char *path, const char *capture)
+{
+	return open_writer_reserved(f, path, capture, 0);
 }
 
 static int close_writer(struct fixture *f)
@@ -368,6 +383,23 @@ static int write_oom_loop(const char *path)
 	return close_writer(&f);
 }
 
+static int write_capacity(const char *path)
+{
+	const unsigned D = MT_LAYER_DRIVER, R = MT_LAYER_REQUEST;
+	struct fixture f;
+
+	if (open_writer_reserved(&f, path, "requests", 16 * MiB) < 0)
+		return close_writer(&f);
+	mem(&f, MT_EVENT_ALLOC, 1, B, 32, D, 0);
+	mem(&f, MT_EVENT_ALLOC, 2, A, 256, D, 0);
+	mem(&f, MT_EVENT_ALLOC, 2.5, A, 200, R, 0);
+	sample(&f, 3, 412, 388);
+	mem(&f, MT_EVENT_FREE, 4, A, 200, R, 0);
+	mem(&f, MT_EVENT_FREE, 5, A, 256, D, 0);
+	mem(&f, MT_EVENT_FREE, 5, B, 32, D, 0);
+	return close_writer(&f);
+}
+
 int fx_write(enum fx_trace which, const char *path)
 {
 	switch (which) {
@@ -383,14 +415,16 @@ int fx_write(enum fx_trace which, const char *path)
 		return write_ooms(path);
 	case FX_OOM_LOOP:
 		return write_oom_loop(path);
+	case FX_CAPACITY:
+		return write_capacity(path);
 	}
 	return -EINVAL;
 }
 
 int fx_from_name(const char *name, enum fx_trace *which)
 {
-	static const char *const names[] = { "main",           "main-replays", "asis",
-		                             "asis-no-sample", "ooms",         "oom-loop" };
+	static const char *const names[] = { "main", "main-replays", "asis",    "asis-no-sample",
+		                             "ooms", "oom-loop",     "capacity" };
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
