@@ -304,9 +304,10 @@ static int setup(struct run *r)
 		return rc;
 	if (!r->feed && (rc = rp_cursor_open(s, &r->cursor, r->err, r->errlen)) < 0)
 		return rc;
+	r->p->interrupted = opt->interrupted;
 	if ((r->p->ops->flags & MT_POLICY_OFFLINE) &&
 	    (rc = r->p->ops->plan(r->p, r->lifetimes, s->requests)) < 0)
-		return fail(r, rc, 0, "planning failed");
+		return fail(r, rc, 0, rc == -EINTR ? "interrupted" : "planning failed");
 	return 0;
 }
 

@@ -189,6 +189,9 @@ struct mt_policy {
 	 * by the policy as they change, so the driver follows them per event
 	 * without asking for stats */
 	uint64_t allocated;
+	/* offline policies: plan() returns -EINTR soon after *interrupted
+	 * becomes non-zero (NULL: never); the driver sets it before plan() */
+	volatile int *interrupted;
 };
 
 /* All policies, NULL-terminated, in a stable order. */
