@@ -353,7 +353,7 @@ static void print_oom(const struct mt_report *rep, size_t i)
 	for (k = 0; k < o->nlargest; k++)
 		printf("%s %s", k ? "," : " (largest", sz(o->largest[k].l->bytes, b));
 	printf("%s; reserved by the allocator %s\n", o->nlargest ? ")" : "",
-	       d->layer == MT_LAYER_REQUEST && !d->nseg ? "unknown" : sz(o->reserved, b));
+	       d->layer == MT_LAYER_REQUEST && !d->nseg_all ? "unknown" : sz(o->reserved, b));
 	if (o->anatomy.available) {
 		printf("    anatomy against %s:\n",
 		       mt_anatomy_reading(&o->anatomy, d->t0, reading, sizeof(reading)));

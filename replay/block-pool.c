@@ -492,6 +492,8 @@ void rp_torch_alloc_destroy(struct mt_policy *p)
 
 	if (!t)
 		return;
+	free(t->recorded);
+	rp_addrmap_release(&t->recorded_sizes);
 	for (s = t->segs; s; s = next) {
 		struct torch_block *b = s->head, *bn;
 

@@ -291,6 +291,9 @@ static int setup(struct run *r)
 		return rc;
 	if ((rc = mt_policy_create(&r->p, opt->policy, r->b, r->err, r->errlen)) < 0)
 		return rc;
+	if (s->nsegments && r->p->ops->place_segments &&
+	    (rc = r->p->ops->place_segments(r->p, s->segments, s->nsegments)) < 0)
+		return rc;
 	if (s->iterations && !(r->iteration_calls = malloc(s->iterations * sizeof(uint64_t))))
 		return -ENOMEM;
 	if (!(r->req = calloc(s->slots ? s->slots : 1, sizeof(*r->req))))

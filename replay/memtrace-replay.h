@@ -141,6 +141,13 @@ struct mt_policy_stats {
 	uint64_t cache_flushes; /* free-cache-and-retry episodes */
 };
 
+/* Where the recorded run's driver placed one of its allocations: a
+ * driver-layer alloc of the trace (see mt_request_stream_load). */
+struct mt_recorded_segment {
+	uint64_t address;
+	uint64_t bytes;
+};
+
 enum mt_policy_flags {
 	MT_POLICY_OFFLINE = 1u << 0,    /* needs plan() with every lifetime first */
 	MT_POLICY_NEEDS_VMM = 1u << 1,  /* uses va_reserve/mem_create/map */
@@ -163,6 +170,14 @@ struct mt_policy_ops {
 	             uint64_t *address);
 	int (*free)(struct mt_policy *p, uint64_t address, uint64_t stream);
 	int (*empty_cache)(struct mt_policy *p);
+	/* NULL, or called once after create, before any request, with the
+	 * driver allocations of the recorded run in recorded order (n > 0; the
+	 * array outlives the policy's use of it), by a policy whose choices
+	 * depend on where the driver places its segments (`caching`: among free
+	 * blocks of one size, PyTorch takes the one at the lowest address).
+	 * Returns 0 or -ENOMEM. */
+	int (*place_segments)(struct mt_policy *p, const struct mt_recorded_segment *segs,
+	                      size_t n);
 	int (*walk)(struct mt_policy *p, mt_policy_walk_fn fn, void *data);
 	void (*stats)(struct mt_policy *p, struct mt_policy_stats *stats);
 	void (*destroy)(struct mt_policy *p);
@@ -288,7 +303,10 @@ struct mt_request_stream;
  * applied at its reuse time (ts + reuse_delay), merged into the order; a
  * free without an alloc is skipped; an alloc never freed stays live to the
  * end; an alloc at an address still live ends the earlier request there.
- * Also loads the iteration starts (see calls_per_iteration).
+ * Also loads the iteration starts (see calls_per_iteration) and, when the
+ * stream is the request layer, the device memory allocations of the driver
+ * layer (address and bytes, in recorded order), which every replay hands to
+ * its policy's place_segments.
  *
  * The events are not kept: loading reads them once for the figures below,
  * and every replay reads them again as it goes, so memory is what is live

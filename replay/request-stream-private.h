@@ -42,6 +42,10 @@ struct mt_request_stream {
 	uint32_t slots; /* slots used: the most requests live at once, delayed frees included */
 	uint64_t *iteration_ts; /* starts of the iterations, ascending */
 	size_t iterations;
+	/* a request layer's driver allocations (device memory), in recorded
+	 * order: for the policies' place_segments */
+	struct mt_recorded_segment *segments;
+	size_t nsegments, segments_cap;
 	/* the steps: in memory (built from events), or read from a trace */
 	struct rp_step *steps;
 	struct mt_reader *reader;

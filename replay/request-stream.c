@@ -177,6 +177,21 @@ static int builder_add(struct builder *bd, const struct mt_event *ev)
 	return free_request(bd, (uint32_t)(slot - 1), ev->ts, ev->alloc.reuse_delay);
 }
 
+/* Notes a driver-layer allocation of device memory beside a request layer
+ * (mt_request_stream_load says why). */
+static int note_segment(struct mt_request_stream *s, const struct mt_event *ev)
+{
+	if (ev->kind != MT_EVENT_ALLOC || s->layer == MT_LAYER_DRIVER ||
+	    ev->alloc.layer != MT_LAYER_DRIVER || ev->alloc.mem_kind != MT_MEM_DEVICE)
+		return 0;
+	if (grow((void **)&s->segments, &s->segments_cap, s->nsegments + 1, sizeof(*s->segments)) <
+	    0)
+		return -ENOMEM;
+	s->segments[s->nsegments++] =
+	        (struct mt_recorded_segment){ ev->alloc.address, ev->alloc.bytes };
+	return 0;
+}
+
 static void builder_release(struct builder *bd)
 {
 	rp_addrmap_release(&bd->live);
@@ -232,17 +247,19 @@ int mt_request_stream_from_events(struct mt_request_stream **out, const struct m
 	struct mt_request_stream *s = calloc(1, sizeof(*s));
 	struct summary sum = { s, 0 };
 	int rc = s ? 0 : -ENOMEM;
+	if (s)
+		s->layer = layer;
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = builder_add(&bd, &events[i]);
+		if ((rc = builder_add(&bd, &events[i])) == 0)
+			rc = note_segment(s, &events[i]);
 	if (rc == 0)
 		rc = finish_summary(&bd, &sum);
 	if (rc < 0) {
 		builder_release(&bd);
-		free(s);
+		mt_request_stream_free(s);
 		snprintf(err, errlen, "building the request stream: %s", strerror(-rc));
 		return rc;
 	}
-	s->layer = layer;
 	s->steps = bd.out; /* the steps stay, in memory */
 	bd.out = NULL;
 	builder_release(&bd);
@@ -366,7 +383,7 @@ int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, 
 	if ((rc = open_events(s, &it)) < 0)
 		goto fail;
 	while ((rc = mt_iter_next(it, &ev)) > 0) {
-		if ((rc = builder_add(&bd, &ev)) < 0)
+		if ((rc = builder_add(&bd, &ev)) < 0 || (rc = note_segment(s, &ev)) < 0)
 			goto fail;
 		if (bd.nout >= RP_CHUNK_STEPS) {
 			summarize(&sum, bd.out, bd.nout);
@@ -517,5 +534,6 @@ void mt_request_stream_free(struct mt_request_stream *s)
 		return;
 	free(s->steps);
 	free(s->iteration_ts);
+	free(s->segments);
 	free(s);
 }

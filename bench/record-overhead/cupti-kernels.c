@@ -8,6 +8,20 @@
  *
  * Where that cost lands, through the environment:
  *   MT_BENCH_KERNELS=0        kernel records off (the library then only times)
+ *   MT_BENCH_KERNELS=launch   no activity kind at all: kernels taken from
+ *                             CUPTI callbacks on the launch APIs only
+ *                             (runtime and driver kernel, cooperative and
+ *                             graph launches), one record at the exit of
+ *                             each outermost launch call into a ring of the
+ *                             launching thread: the symbol name pointer
+ *                             (CUfunction for driver launches, to be named
+ *                             later), stream, CPU time, correlation id. The
+ *                             ring is overwritten, never read, as the
+ *                             activity buffers are freed unread
+ *   MT_BENCH_LAUNCH_SUMMARY=PATH  with launch: write the records taken, by
+ *                             API, and how many launch calls ran inside
+ *                             another (a driver call made by the runtime),
+ *                             to PATH.PID as JSON at exit
  *   MT_BENCH_CALL_TIMES=PATH  time every CUDA runtime and driver call that
  *                             launches, synchronizes, copies, sets, queries,
  *                             allocates or frees, on the thread that makes
@@ -32,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 
 #define BUFFER_BYTES (4u << 20)
@@ -57,6 +72,26 @@ static int flush_forced;
 
 static _Thread_local uint64_t entered[MAX_DEPTH];
 static _Thread_local unsigned depth;
+
+/* MT_BENCH_KERNELS=launch: one record a launch, in a ring of its thread. */
+#define LAUNCH_RING 4096 /* records; a power of two */
+
+struct launch {
+	const void *symbol; /* cbdata->symbolName (runtime), CUfunction or graph (driver) */
+	const void *stream;
+	uint64_t ns;
+	uint32_t correlation;
+	uint32_t cbid; /* domain << 16 | callback id */
+};
+
+static int launch_mode;
+static const char *launch_summary;
+static uint8_t is_launch[2][CBID_SLOTS]; /* by domains[] and callback id */
+static struct call_total launches[2][CBID_SLOTS];
+static atomic_uint_least64_t nested_launches;
+static _Thread_local struct launch launch_ring[LAUNCH_RING];
+static _Thread_local uint64_t launch_next;
+static _Thread_local unsigned launch_depth;
 
 static uint64_t now_ns(void)
 {
@@ -88,13 +123,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 	free(buffer);
 }
 
-static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                             const void *data)
+static void time_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                      const CUpti_CallbackData *call, uint64_t t)
 {
-	const CUpti_CallbackData *call = data;
-	uint64_t t = now_ns();
-
-	(void)userdata;
 	if (call->callbackSite == CUPTI_API_ENTER) {
 		if (depth < MAX_DEPTH)
 			entered[depth] = t;
@@ -111,6 +142,106 @@ static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain domain, CUpti_
 	atomic_fetch_add_explicit(&total->ns, t - entered[depth], memory_order_relaxed);
 	if (depth == 0)
 		atomic_fetch_add_explicit(&outermost_ns, t - entered[depth], memory_order_relaxed);
+}
+
+/* The stream of a runtime launch call, from its parameters. */
+static const void *runtime_launch_stream(CUpti_CallbackId cbid, const void *params)
+{
+	switch (cbid) {
+	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+		return ((const cudaLaunchKernel_v7000_params *)params)->stream;
+	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+		return ((const cudaLaunchKernelExC_v11060_params *)params)->config->stream;
+	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+		return ((const cudaLaunchCooperativeKernel_v9000_params *)params)->stream;
+	case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+	case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+		return ((const cudaGraphLaunch_v10000_params *)params)->stream;
+	default:
+		return NULL;
+	}
+}
+
+/* The function a driver launch call runs (named later; the graph for a
+ * graph launch) and, in *stream, its stream. */
+static const void *driver_launch(CUpti_CallbackId cbid, const void *params, const void **stream)
+{
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+		const cuLaunchKernel_params *p = params;
+		*stream = p->hStream;
+		return p->f;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+		const cuLaunchKernelEx_params *p = params;
+		*stream = p->config->hStream;
+		return p->f;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+		const cuLaunchCooperativeKernel_params *p = params;
+		*stream = p->hStream;
+		return p->f;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+		const cuGraphLaunch_params *p = params;
+		*stream = p->hStream;
+		return p->hGraph;
+	}
+	default:
+		*stream = NULL;
+		return NULL;
+	}
+}
+
+/* A record at the exit of each launch call not made inside another. */
+static void take_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                        const CUpti_CallbackData *call, uint64_t t)
+{
+	int d = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+
+	if (call->callbackSite == CUPTI_API_ENTER) {
+		launch_depth++;
+		return;
+	}
+	if (launch_depth == 0)
+		return;
+	if (--launch_depth > 0) {
+		atomic_fetch_add_explicit(&nested_launches, 1, memory_order_relaxed);
+		return;
+	}
+	struct launch *r = &launch_ring[launch_next++ & (LAUNCH_RING - 1)];
+	if (d) {
+		r->symbol = driver_launch(cbid, call->functionParams, &r->stream);
+	} else {
+		r->symbol = call->symbolName;
+		r->stream = runtime_launch_stream(cbid, call->functionParams);
+	}
+	r->ns = t;
+	r->correlation = call->correlationId;
+	r->cbid = (uint32_t)d << 16 | cbid;
+	if (launch_summary)
+		atomic_fetch_add_explicit(&launches[d][cbid].count, 1, memory_order_relaxed);
+}
+
+static void CUPTIAPI on_call(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                             const void *data)
+{
+	uint64_t t = now_ns();
+
+	(void)userdata;
+	if (cbid >= CBID_SLOTS)
+		return;
+	if (launch_mode && is_launch[domain == CUPTI_CB_DOMAIN_DRIVER_API][cbid])
+		take_launch(domain, cbid, data, t);
+	if (times_path)
+		time_call(domain, cbid, data, t);
 }
 
 /* The calls worth timing: those that launch, wait, copy, set, ask whether
@@ -140,55 +271,126 @@ static void each_api(void (*visit)(int d, unsigned id, const char *name, void *a
 		}
 }
 
-struct times_file {
+struct totals_file {
 	FILE *f;
 	const char *sep;
+	struct call_total (*table)[CBID_SLOTS];
+	int with_ns;
 };
 
-static void write_call(int d, unsigned id, const char *name, void *arg)
+static void write_total(int d, unsigned id, const char *name, void *arg)
 {
-	struct times_file *out = arg;
-	uint64_t n = atomic_load(&totals[d][id].count);
+	struct totals_file *out = arg;
+	uint64_t n = atomic_load(&out->table[d][id].count);
 	if (!n)
 		return;
-	fprintf(out->f, "%s\n {\"name\": \"%s\", \"count\": %llu, \"ns\": %llu}", out->sep, name,
-	        (unsigned long long)n, (unsigned long long)atomic_load(&totals[d][id].ns));
+	fprintf(out->f, "%s\n {\"name\": \"%s\", \"count\": %llu", out->sep, name,
+	        (unsigned long long)n);
+	if (out->with_ns)
+		fprintf(out->f, ", \"ns\": %llu",
+		        (unsigned long long)atomic_load(&out->table[d][id].ns));
+	fprintf(out->f, "}");
 	out->sep = ",";
 }
 
-static void write_times(void)
+/* Writes PREFIX.PID: {"HEAD": head, "calls": [{name, count[, ns]}...]}
+ * with the calls of table that ran. */
+static void write_totals(const char *prefix, const char *head, uint64_t head_value,
+                         struct call_total (*table)[CBID_SLOTS], int with_ns)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s.%d", times_path, (int)getpid());
-	struct times_file out = { fopen(path, "w"), "" };
+	snprintf(path, sizeof path, "%s.%d", prefix, (int)getpid());
+	struct totals_file out = { fopen(path, "w"), "", table, with_ns };
 	if (!out.f)
 		return;
-	fprintf(out.f, "{\"outermost_ns\": %llu, \"calls\": [",
-	        (unsigned long long)atomic_load(&outermost_ns));
-	each_api(write_call, &out);
+	fprintf(out.f, "{\"%s\": %llu, \"calls\": [", head, (unsigned long long)head_value);
+	each_api(write_total, &out);
 	fprintf(out.f, "\n]}\n");
 	fclose(out.f);
 }
 
-struct timing {
-	CUpti_SubscriberHandle subscriber;
-	int all;
+static void write_times(void)
+{
+	write_totals(times_path, "outermost_ns", atomic_load(&outermost_ns), totals, 1);
+}
+
+/* The launch APIs of MT_BENCH_KERNELS=launch: kernel, cooperative and
+ * graph launches of both domains (host functions are no kernels). */
+static const CUpti_CallbackId runtime_launches[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
 };
+static const CUpti_CallbackId driver_launches[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+static CUpti_SubscriberHandle subscriber;
+static int subscribed;
+
+/* The one subscriber CUPTI allows a process, for timing and launches. */
+static int subscribe(void)
+{
+	if (!subscribed && cuptiSubscribe(&subscriber, on_call, NULL) == CUPTI_SUCCESS)
+		subscribed = 1;
+	return subscribed;
+}
 
 static void enable_timing(int d, unsigned id, const char *name, void *arg)
 {
-	struct timing *t = arg;
-	if (t->all || timed_call(name))
-		cuptiEnableCallback(1, t->subscriber, domains[d], id);
+	int all = *(const int *)arg;
+	if (all || timed_call(name))
+		cuptiEnableCallback(1, subscriber, domains[d], id);
 }
 
 static void time_calls(void)
 {
-	struct timing t = { .all = env_flag("MT_BENCH_ALL_CALLS", 0) };
-	if (cuptiSubscribe(&t.subscriber, on_call, NULL) != CUPTI_SUCCESS)
+	int all = env_flag("MT_BENCH_ALL_CALLS", 0);
+	if (!subscribe())
 		return;
-	each_api(enable_timing, &t);
+	each_api(enable_timing, &all);
 	atexit(write_times);
+}
+
+static void write_launch_summary(void)
+{
+	write_totals(launch_summary, "nested", atomic_load(&nested_launches), launches, 0);
+}
+
+/* MT_BENCH_KERNELS=launch: callbacks on the launch APIs, no activity. */
+static void take_launches(void)
+{
+	if (!subscribe())
+		return;
+	launch_mode = 1;
+	for (size_t i = 0; i < sizeof runtime_launches / sizeof runtime_launches[0]; i++) {
+		is_launch[0][runtime_launches[i]] = 1;
+		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+		                    runtime_launches[i]);
+	}
+	for (size_t i = 0; i < sizeof driver_launches / sizeof driver_launches[0]; i++) {
+		is_launch[1][driver_launches[i]] = 1;
+		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_launches[i]);
+	}
+	launch_summary = getenv("MT_BENCH_LAUNCH_SUMMARY");
+	if (launch_summary && *launch_summary)
+		atexit(write_launch_summary);
+	else
+		launch_summary = NULL;
 }
 
 /* Activity for launch calls only: every other runtime and driver call off. */
@@ -227,6 +429,13 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	times_path = getenv("MT_BENCH_CALL_TIMES");
 	if (times_path && *times_path)
 		time_calls();
+	else
+		times_path = NULL;
+	const char *kernels = getenv("MT_BENCH_KERNELS");
+	if (kernels && strcmp(kernels, "launch") == 0) {
+		take_launches();
+		return 1;
+	}
 	if (!env_flag("MT_BENCH_KERNELS", 1))
 		return 1;
 	set_attribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED,

@@ -23,7 +23,9 @@ Where the cost goes:
   word VAR=VALUE among them sets the environment instead
   ('old=MEMTRACE_INJECT_PATH=/path/libmemtrace-inject.so'); 'NAME=plain'
   adds a second plain run, whose ratio shows what the lockstep itself reads
-  where nothing differs, and 'NAME=plain VAR=VALUE' a plain run with that
+  where nothing differs, 'NAME=plain --OPTION' a plain run with an option
+  of the workload script ('peer=plain --memory-history': PyTorch's own
+  recorder), and 'NAME=plain VAR=VALUE' a plain run with that
   environment ('cupti=plain CUDA_INJECTION64_PATH=.../libcupti-kernels.so':
   CUPTI's kernel records alone, cupti-kernels.c; with MT_BENCH_CALL_TIMES=PREFIX
   it also times the program's CUDA calls, which call_times.py compares).
@@ -54,7 +56,7 @@ and what recording runs beside them runs elsewhere, as on an idle core of a
 user's machine.
 
 Usage: run.py MEMTRACE [--cycles N] [--block N] [--variant NAME[=OPTIONS]]... [--cpus LIST]
-              [--pin CPU] [--hook-floor LIB --recorder DIR] [--only SCRIPTS] [--json PATH]
+              [--script-args ARGS] [--pin CPU] [--hook-floor LIB --recorder DIR] [--only SCRIPTS] [--json PATH]
 """
 import argparse
 import json
@@ -86,13 +88,14 @@ OPS = [
 
 def command(memtrace, script, args, tmp, how, cpus):
     """The command line and environment of one run: plain (how None, or
-    ("plain", ENV)), recorded (("record", OPTS, ENV)) or with the hook and
+    ("plain", ENV, SCRIPT_OPTIONS)), recorded (("record", OPTS, ENV)) or with the hook and
     nothing behind it (("floor", ARGS))."""
     path = os.path.join(TORCH if script != "torch_ops.py" else HERE, script)
     cmd = [sys.executable, path, "--no-expandable"] + args
     env = dict(os.environ)
     if how and how[0] == "plain":
         env.update(how[1])
+        cmd += how[2]
     elif how and how[0] == "record":
         cmd = [memtrace, "record", "-o", os.path.join(tmp, "bench.db")] + how[1] + ["--"] + cmd
         env.update(how[2])
@@ -244,12 +247,13 @@ def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus, pin):
 
 def variant(text):
     """NAME or NAME=WORDS: memtrace record options, or the word plain (run
-    without memtrace), and VAR=VALUE words for the environment."""
+    without memtrace) followed by options of the workload script, and
+    VAR=VALUE words for the environment."""
     name, _, words = text.partition("=")
     opts = [w for w in words.split() if not (w[:1].isupper() and "=" in w)]
     env = dict(w.split("=", 1) for w in words.split() if w[:1].isupper() and "=" in w)
-    if opts == ["plain"]:
-        return name, ("plain", env) if env else None
+    if opts[:1] == ["plain"]:
+        return name, ("plain", env, opts[1:]) if env or opts[1:] else None
     return name, ("record", opts, env)
 
 
@@ -301,6 +305,9 @@ def main():
     p.add_argument("--variant", action="append", type=variant, metavar="NAME[=OPTIONS]",
                    help="a recorded configuration (memtrace record options); repeatable; "
                         "default: one, 'default', with no options")
+    p.add_argument("--script-args", metavar="ARGS", default="",
+                   help="options added after each workload script's own, so that they win "
+                        "('--tokens 64' for a shorter generation step)")
     p.add_argument("--cpus", help="run every process under taskset -c CPUS")
     p.add_argument("--pin", type=int, metavar="CPU",
                    help="after warm-up, bind every process's step threads to CPU and its other "
@@ -330,6 +337,7 @@ def main():
                            ("record", [], {}), None)
         subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
         for n, (name, script, args, block, target) in enumerate(chosen):
+            args = args + a.script_args.split()
             sides = lockstep(a.memtrace, script, args, a.block or block, a.cycles, runs,
                              os.path.join(tmp, "w%d" % n), a.cpus, a.pin)
             rows.append(report(name, target, sides, [r for r, _ in runs]))

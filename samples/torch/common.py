@@ -44,6 +44,10 @@ def parse(description, steps=10, batch=8, extra=None):
     p.add_argument("--emit-nvtx", action="store_true",
                    help="run the steps under torch.autograd.profiler.emit_nvtx() (one NVTX "
                         "range per operator)")
+    p.add_argument("--memory-history", action="store_true",
+                   help="record with PyTorch's own torch.cuda.memory._record_memory_history() "
+                        "(its defaults) from before the model exists: the peer of memtrace "
+                        "record in bench/record-overhead/run.py")
     p.add_argument("--block", type=int, metavar="N",
                    help="time the steps in blocks of N (default: one block)")
     p.add_argument("--turns", metavar="GO,DONE",
@@ -139,6 +143,8 @@ def run(args, setup):
     import torch
 
     torch.manual_seed(0)
+    if args.memory_history:
+        torch.cuda.memory._record_memory_history()
     step = setup(args)
     ops = torch.autograd.profiler.emit_nvtx() if args.emit_nvtx else contextlib.nullcontext()
     with ops:

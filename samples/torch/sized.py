@@ -58,6 +58,9 @@ def parse(description, steps, warmup):
     p.add_argument("--snapshot", metavar="PATH",
                    help="with --size: PyTorch's memory history from before the model exists, "
                         "dumped here after the steps (torch.cuda.memory._dump_snapshot)")
+    p.add_argument("--snapshot-stacks", choices=("python", "none"), default="python",
+                   help="call stacks in the snapshot (default %(default)s; none: with gradient "
+                        "checkpointing any stack makes torch 2.11's backward fail)")
     p.add_argument("--steps", type=int, default=steps, help="steps after the warm-up (default %(default)s)")
     p.add_argument("--warmup", type=int, default=warmup, help="steps first (default %(default)s)")
     p.add_argument("--truth", metavar="PATH", help="measure the table and search the largest N")
@@ -243,9 +246,12 @@ def main(description, preload, setup, steps=2, warmup=1):
     if args.size is not None:
         import torch
         if args.snapshot:
-            # Python stacks only: with C++ frames too, gradient checkpointing's
-            # recomputation fails inside autograd (SystemError, torch 2.11)
-            torch.cuda.memory._record_memory_history(max_entries=10000000, stacks="python")
+            # with any stack, gradient checkpointing's recomputation fails
+            # inside autograd (SystemError, torch 2.11): --snapshot-stacks none
+            if args.snapshot_stacks == "none":
+                torch.cuda.memory._record_memory_history(max_entries=10000000, context=None)
+            else:
+                torch.cuda.memory._record_memory_history(max_entries=10000000, stacks="python")
         res = measure(setup, args.size, args.warmup + args.steps)
         if args.snapshot:
             torch.cuda.memory._dump_snapshot(args.snapshot)

@@ -593,6 +593,94 @@ static void test_asis_without_samples(void)
 	check_asis(nosample_path, false);
 }
 
+static bool same_alloc(const struct mt_report_alloc *a, const struct mt_report_alloc *b)
+{
+	bool same_range = a->range && b->range ? a->range->start == b->range->start &&
+	                                                 a->range->name == b->range->name
+	                                       : a->range == b->range;
+
+	return a->l->alloc_seq == b->l->alloc_seq && a->l->bytes == b->l->bytes &&
+	       a->l->end == b->l->end && same_range;
+}
+
+static bool same_allocs(const struct mt_report_alloc *a, size_t na, const struct mt_report_alloc *b,
+                        size_t nb)
+{
+	size_t i;
+
+	for (i = 0; na == nb && i < na; i++)
+		if (!same_alloc(&a[i], &b[i]))
+			return false;
+	return na == nb;
+}
+
+/* A report that keeps only the lifetimes it lists (memtrace report's)
+ * says what one keeping every lifetime says, at the peak and at a moment
+ * asked. */
+static void check_only_listed(const char *path, bool at_set, uint64_t at)
+{
+	struct mt_reader *r = open_reader(path);
+	struct mt_report_options opt = { .at_set = at_set, .at = at };
+	struct mt_report all, listed;
+	char err[256];
+	size_t i;
+
+	if (!r)
+		return;
+	if (mt_report_build(&all, r, 0, &opt, err, sizeof(err)) == -ERANGE) { /* a short one */
+		mt_reader_free(r);
+		return;
+	}
+	opt.only_listed = true;
+	REQUIRE(mt_report_build(&listed, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECKF(listed.data.nlive <= all.data.nlive, "%s: kept %zu of %zu", path, listed.data.nlive,
+	       all.data.nlive);
+	CHECK(listed.data.nlive_all == all.data.nlive);
+	CHECK(listed.peak_bytes == all.peak_bytes && listed.peak_at == all.peak_at);
+	CHECK(listed.live_at_bytes == all.live_at_bytes &&
+	      listed.live_at_count == all.live_at_count);
+	CHECK(listed.attributed_bytes == all.attributed_bytes);
+	CHECK(listed.never_freed_count == all.never_freed_count &&
+	      listed.never_freed_bytes == all.never_freed_bytes);
+	CHECK(!memcmp(&listed.anatomy, &all.anatomy, sizeof(all.anatomy)));
+	CHECK(same_allocs(listed.tensors, listed.ntensors, all.tensors, all.ntensors));
+	CHECK(same_allocs(listed.top_peak, listed.ntop_peak, all.top_peak, all.ntop_peak));
+	CHECK(same_allocs(listed.never_freed, listed.nnever_freed, all.never_freed,
+	                  all.nnever_freed));
+	CHECK(listed.ngroups == all.ngroups);
+	for (i = 0; i < listed.ngroups && i < all.ngroups; i++)
+		CHECK(!strcmp(listed.groups[i].key, all.groups[i].key) &&
+		      listed.groups[i].bytes == all.groups[i].bytes &&
+		      same_alloc(&listed.groups[i].largest, &all.groups[i].largest));
+	CHECK(listed.nranges == all.nranges &&
+	      !memcmp(listed.ranges, all.ranges, all.nranges * sizeof(*all.ranges)));
+	CHECK(!strcmp(listed.program_dir, all.program_dir));
+	CHECK(listed.nooms == all.nooms);
+	for (i = 0; i < listed.nooms && i < all.nooms; i++) {
+		const struct mt_report_oom *x = &listed.ooms[i], *y = &all.ooms[i];
+
+		CHECK(x->live_bytes == y->live_bytes && x->reserved == y->reserved &&
+		      x->room == y->room && !memcmp(&x->anatomy, &y->anatomy, sizeof(y->anatomy)) &&
+		      same_allocs(x->largest, x->nlargest, y->largest, y->nlargest));
+	}
+	mt_report_release(&listed);
+	mt_report_release(&all);
+	mt_reader_free(r);
+}
+
+static void test_only_listed(void)
+{
+	const char *paths[] = { main_path,     replays_path, asis_path,
+		                nosample_path, ooms_path,    oom_loop_path };
+	size_t i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(*paths); i++) {
+		check_only_listed(paths[i], false, 0);
+		check_only_listed(paths[i], true, 30 * MS);
+		check_only_listed(paths[i], true, 1 * MS);
+	}
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/mt-analyze-XXXXXX", cmd[128];
@@ -625,6 +713,7 @@ int main(void)
 	TEST(test_capacity);
 	TEST(test_asis);
 	TEST(test_asis_without_samples);
+	TEST(test_only_listed);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	CHECK(system(cmd) == 0);
 	return check_done();
