@@ -1,5 +1,5 @@
-/* analyze-private.h — what the analyze files share: error messages, growing
- * arrays, and the steps of the report that live in files of their own.
+/* analyze-private.h — what the analyze files share: error messages
+ * and the steps of the report that live in files of their own.
  */
 #ifndef MEMTRACE_ANALYZE_PRIVATE_H
 #define MEMTRACE_ANALYZE_PRIVATE_H
@@ -19,10 +19,6 @@ int an_reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen);
 /* Event counts and times per kind on a device (0: all). */
 int an_device_stats(struct mt_reader *r, uint32_t device,
                     struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1]);
-
-/* Makes room for item n in *p (capacity *cap items of size bytes),
- * doubling; 0 or -ENOMEM. */
-int an_grow(void **p, size_t *cap, size_t n, size_t size);
 
 /* A time and a value (a byte count, an index). */
 struct an_timed {

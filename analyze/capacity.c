@@ -138,7 +138,8 @@ int mt_capacity_recorded(struct mt_reader *r, uint32_t device, uint64_t at, stru
 	rc = mt_anatomy_compute(&c->anatomy, ndrv ? drv : req, ndrv ? ndrv : nreq,
 	                        ndrv ? MT_LAYER_DRIVER : MT_LAYER_REQUEST, NULL, 0, samples,
 	                        nsamples, at, err, errlen);
-	if (rc == 0 && ndrv && layer == MT_LAYER_REQUEST)
+	/* the libraries' allocations count only beside a reading */
+	if (rc == 0 && c->anatomy.available && ndrv && layer == MT_LAYER_REQUEST)
 		rc = library_bytes(r, device, drv, ndrv, at, &c->library_bytes);
 	if (rc == 0 && c->anatomy.available) {
 		int64_t context = c->anatomy.part[MT_PART_CONTEXT];

@@ -36,7 +36,7 @@ static int add_sample(void *data, const struct mt_event *ev)
 {
 	struct samples *s = data;
 
-	if (an_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v)) < 0)
+	if (mt_array_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v)) < 0)
 		return -ENOMEM;
 	s->v[s->n++] =
 	        (struct mt_sample){ ev->ts, ev->sample.used_bytes, ev->sample.process_bytes };
@@ -84,7 +84,7 @@ static int note_process(struct collect *c, uint32_t p)
 {
 	if (has_process(c, p))
 		return 0;
-	if (an_grow((void **)&c->procs, &c->cap, c->nprocs, sizeof(*c->procs)) < 0)
+	if (mt_array_grow((void **)&c->procs, &c->cap, c->nprocs, sizeof(*c->procs)) < 0)
 		return -ENOMEM;
 	c->procs[c->nprocs++] = p;
 	return 0;
@@ -103,7 +103,7 @@ static int drop_library_range(struct collect *c, const struct mt_event *ev, bool
 	for (i = 0; i < c->d->library_names; i++)
 		if (c->dropped[i] == ev->range.name)
 			return 0;
-	if (an_grow((void **)&c->dropped, &c->dropped_cap, i, sizeof(*c->dropped)) < 0)
+	if (mt_array_grow((void **)&c->dropped, &c->dropped_cap, i, sizeof(*c->dropped)) < 0)
 		return -ENOMEM;
 	c->dropped[c->d->library_names++] = ev->range.name;
 	return 0;
@@ -121,7 +121,7 @@ static int add_range(void *data, const struct mt_event *ev)
 		return -ENOMEM;
 	if (dropped)
 		return 0;
-	if (an_grow((void **)&d->ranges, &c->range_cap, d->nranges, sizeof(*d->ranges)) < 0)
+	if (mt_array_grow((void **)&d->ranges, &c->range_cap, d->nranges, sizeof(*d->ranges)) < 0)
 		return -ENOMEM;
 	d->ranges[d->nranges++] = (struct mt_range){
 		.start = ev->ts,
@@ -140,7 +140,7 @@ static int add_fail(void *data, const struct mt_event *ev)
 	struct collect *c = data;
 	struct mt_analysis *d = c->d;
 
-	if (an_grow((void **)&d->fails, &c->fail_cap, d->nfails, sizeof(*d->fails)) < 0)
+	if (mt_array_grow((void **)&d->fails, &c->fail_cap, d->nfails, sizeof(*d->fails)) < 0)
 		return -ENOMEM;
 	d->fails[d->nfails++] = (struct mt_failure){
 		.ts = ev->ts,
@@ -455,7 +455,7 @@ static void push(struct keep *k, unsigned layer, const struct an_live *live)
 {
 	if (k->rc < 0 || !wanted(k, layer))
 		return;
-	if (an_grow((void **)&k->v[layer], &k->cap[layer], k->n[layer], sizeof(*k->v[layer])) < 0) {
+	if (mt_array_grow((void **)&k->v[layer], &k->cap[layer], k->n[layer], sizeof(*k->v[layer])) < 0) {
 		k->rc = -ENOMEM;
 		return;
 	}

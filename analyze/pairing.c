@@ -122,7 +122,7 @@ int an_pairing_step(struct an_pairing *p, const struct mt_event *ev, struct an_s
 		return 0;
 	}
 	if (s->used) { /* the earlier allocation stays live to the end */
-		if (an_grow((void **)&p->stranded, &p->stranded_cap, p->nstranded,
+		if (mt_array_grow((void **)&p->stranded, &p->stranded_cap, p->nstranded,
 		            sizeof(*p->stranded)) < 0)
 			return -ENOMEM;
 		p->stranded[p->nstranded++] = *s;

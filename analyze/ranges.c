@@ -126,7 +126,7 @@ static struct stack *stack_of(struct sweep *s, uint32_t process)
 	for (i = 0; i < s->nstacks; i++)
 		if (s->stacks[i].process == process)
 			return &s->stacks[i];
-	if (an_grow((void **)&s->stacks, &s->stackcap, s->nstacks, sizeof(*s->stacks)) < 0)
+	if (mt_array_grow((void **)&s->stacks, &s->stackcap, s->nstacks, sizeof(*s->stacks)) < 0)
 		return NULL;
 	s->stacks[s->nstacks] = (struct stack){ .process = process };
 	return &s->stacks[s->nstacks++];
@@ -148,7 +148,7 @@ static int open_range(struct sweep *s, size_t r)
 	struct stack *st = stack_of(s, g->process);
 	size_t i, key = s->key[r];
 
-	if (!st || an_grow((void **)&st->v, &st->cap, st->n, sizeof(*st->v)) < 0)
+	if (!st || mt_array_grow((void **)&st->v, &st->cap, st->n, sizeof(*st->v)) < 0)
 		return -ENOMEM;
 	st->v[st->n++] = r;
 	s->rep->ranges[key].instances++;
@@ -158,7 +158,7 @@ static int open_range(struct sweep *s, size_t r)
 			s->open[i].count++;
 			return 0;
 		}
-	if (an_grow((void **)&s->open, &s->opencap, s->nopen, sizeof(*s->open)) < 0)
+	if (mt_array_grow((void **)&s->open, &s->opencap, s->nopen, sizeof(*s->open)) < 0)
 		return -ENOMEM;
 	s->open[s->nopen++] = (struct open_name){ g->process, key, 1 };
 	return 0;
@@ -281,7 +281,7 @@ static int on_step(void *data, struct an_pairing *p, const struct an_step *st, u
 		return 0;
 	switch (st->kind) {
 	case AN_BORN:
-		if (an_grow((void **)&s->made, &s->madecap, s->nmade, sizeof(*s->made)) < 0)
+		if (mt_array_grow((void **)&s->made, &s->madecap, s->nmade, sizeof(*s->made)) < 0)
 			return -ENOMEM;
 		s->made[s->nmade++] =
 		        (struct made){ st->live.index, st->live.l.bytes, st->live.l.address,
