@@ -94,7 +94,17 @@ int mt_backend_mem_create(struct mt_backend *b, uint64_t bytes, uint64_t *handle
 int mt_backend_mem_release(struct mt_backend *b, uint64_t handle);
 /* Maps handle at va (and grants read/write access). */
 int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t handle);
+/* Unmaps the mapping of bytes at va. */
 int mt_backend_unmap(struct mt_backend *b, uint64_t va, uint64_t bytes);
+/* n mt_backend_map calls in one: handles[i] (each of bytes) at va + i bytes,
+ * counted as n map calls; all or nothing (a failed map undoes the ones
+ * before it). */
+int mt_backend_map_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, const uint64_t *handles,
+                         uint64_t n);
+/* n mt_backend_unmap calls in one: the mappings of bytes at va + i bytes,
+ * i < n, counted as n unmap calls; -EINVAL, with nothing unmapped, unless
+ * each is a mapping of bytes. */
+int mt_backend_unmap_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t n);
 
 /* Stream-ordered pool (cudaMallocAsync semantics on the device's default
  * pool with release threshold = capacity). sim approximates the driver's
