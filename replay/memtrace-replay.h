@@ -356,10 +356,11 @@ int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_opti
  * those of n calls of mt_replay_run. rcs[i] receives replay i's status and
  * errs + i * errlen its message. progress and interrupted of opts[0] serve
  * the whole run: progress is called on the calling thread with the events
- * the slowest replay has done (every ~50 ms); interruption stops every
- * replay. Replays on the cuda backend run one after the other (they would
- * share one GPU's memory). Returns 0 when every replay returned 0, else the
- * first negative rcs[i]. */
+ * the slowest replay has done (every ~50 ms; 0 while the lifetimes that
+ * offline policies need are read and their plans made); interruption stops
+ * every replay, and the reading of the lifetimes. Replays on the cuda backend run one after the
+ * other (they would share one GPU's memory). Returns 0 when every replay returned 0, else the first
+ * negative rcs[i]. */
 int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay_options *opts,
                        size_t n, struct mt_replay_result *res, int *rcs, char *errs, size_t errlen);
 
