@@ -460,7 +460,8 @@ void rp_cursor_close(struct rp_cursor *c)
 	free(c);
 }
 
-int rp_request_stream_lifetimes(const struct mt_request_stream *s, struct mt_plan_request **out,
+int rp_request_stream_lifetimes(const struct mt_request_stream *s,
+                                const struct mt_replay_options *opt, struct mt_plan_request **out,
                                 char *err, size_t errlen)
 {
 	struct mt_plan_request *reqs = malloc((s->requests ? s->requests : 1) * sizeof(*reqs));
@@ -470,6 +471,13 @@ int rp_request_stream_lifetimes(const struct mt_request_stream *s, struct mt_pla
 	size_t n;
 	int rc = reqs ? rp_cursor_open(s, &c, err, errlen) : -ENOMEM;
 	while (rc == 0 && (rc = rp_cursor_next(c, &steps, &n, err, errlen)) == 0 && n) {
+		if (opt && opt->interrupted && *opt->interrupted) {
+			snprintf(err, errlen, "interrupted");
+			rc = -EINTR;
+			break;
+		}
+		if (opt && opt->progress)
+			opt->progress(opt->progress_data, 0, s->nevents);
 		for (size_t i = 0; i < n; i++, pos++) {
 			struct mt_plan_request *q = &reqs[RP_STEP_REQUEST(steps[i].code)];
 			if (RP_STEP_IS_FREE(steps[i].code))
