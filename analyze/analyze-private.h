@@ -1,5 +1,5 @@
-/* analyze-private.h — what the analyze files share: error messages, growing
- * arrays, and the steps of the report that live in files of their own.
+/* analyze-private.h — what the analyze files share: error messages
+ * and the steps of the report that live in files of their own.
  */
 #ifndef MEMTRACE_ANALYZE_PRIVATE_H
 #define MEMTRACE_ANALYZE_PRIVATE_H
@@ -20,16 +20,83 @@ int an_reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen);
 int an_device_stats(struct mt_reader *r, uint32_t device,
                     struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1]);
 
-/* Makes room for item n in *p (capacity *cap items of size bytes),
- * doubling; 0 or -ENOMEM. */
-int an_grow(void **p, size_t *cap, size_t n, size_t size);
-
 /* A time and a value (a byte count, an index). */
 struct an_timed {
 	uint64_t t, v;
 };
 /* Sorts by t (stable: equal times keep their order); 0 or -ENOMEM. */
 int an_sort_timed(struct an_timed *v, size_t n);
+
+/* pairing.c: a device's alloc and free events paired into lifetimes as
+ * they stream past (the rules of mt_reader_lifetimes), holding only what is
+ * live. Layers are indexed 0 (driver) and 1 (request). */
+struct an_live {
+	struct mt_lifetime l;
+	uint64_t index; /* of the lifetime in its layer, as mt_reader_lifetimes orders them */
+	size_t tag;     /* the caller's */
+	bool kept;      /* the caller's */
+	bool used;
+};
+
+struct an_live_map {
+	struct an_live *slots;
+	size_t cap, n;
+};
+
+struct an_pairing {
+	struct an_live_map live[2];
+	struct an_live *stranded; /* allocations an alloc at their address left live */
+	size_t nstranded, stranded_cap;
+	uint64_t born[2]; /* lifetimes so far per layer */
+};
+
+enum an_step_kind {
+	AN_BORN,   /* an allocation: live (l.end unknown) */
+	AN_DIED,   /* a free of a live allocation: l complete */
+	AN_ORPHAN, /* a free never seen allocated: a NO_ALLOC lifetime, complete */
+};
+
+struct an_step {
+	enum an_step_kind kind;
+	unsigned layer;
+	struct an_live live; /* a copy */
+};
+
+/* Pairs alloc or free event ev, starting from a zeroed p: 0, 1 when ev is
+ * of no layer (skipped), or -ENOMEM. */
+int an_pairing_step(struct an_pairing *p, const struct mt_event *ev, struct an_step *out);
+/* The live allocation of layer with that index, or NULL; valid until the
+ * next step. */
+struct an_live *an_pairing_find(struct an_pairing *p, unsigned layer, uint64_t index,
+                                uint32_t process, uint64_t address);
+/* Calls fn for every allocation live now (both layers). */
+void an_pairing_each(struct an_pairing *p, void (*fn)(void *data, struct an_live *live),
+                     void *data);
+void an_pairing_release(struct an_pairing *p);
+
+/* data.c: what a pass keeping lifetimes shows an observer (the report's
+ * range sweep): every alloc and free in order, and the end of each moment
+ * (after the last event with that timestamp, before the next). */
+struct an_observer {
+	int (*step)(void *data, struct an_pairing *p, const struct an_step *st, uint64_t ts);
+	int (*moment_end)(void *data, struct an_pairing *p, uint64_t ts);
+	void *data;
+};
+
+/* mt_analysis_keep with an observer (NULL: none); *tags (when tags is not
+ * NULL) receives, per lifetime of d->live, the tag the observer left on it.
+ * Returns 0 or a negative errno, no message. */
+int an_keep(struct mt_analysis *d, const uint64_t *moments, size_t n, const struct an_observer *obs,
+            size_t **tags);
+
+/* anatomy.c: mt_anatomy_compute with the driver-layer bytes live at each
+ * sample's time given (NULL: computed from the lifetimes) and whether the
+ * recorded segments are known apart from segs (which may hold only those
+ * live at the moments that matter). */
+int an_anatomy(struct mt_anatomy *a, const struct mt_lifetime *live, size_t nlive, unsigned layer,
+               bool segments, const struct mt_lifetime *segs, size_t nsegs,
+               const struct mt_sample *samples, size_t nsamples, const uint64_t *driver_at_sample,
+               uint64_t at, char *err, size_t errlen);
 
 /* library-ranges.c: whether an NVTX range (name, domain; either may be
  * NULL) is one a library opened for its own work (CUB, Thrust, cuBLAS,
@@ -39,8 +106,8 @@ bool an_range_is_library(const char *name, const char *domain);
 /* ranges.c: the sweep over allocations, frees and ranges that gives each
  * live lifetime its innermost range (rep->range_of) and the per-name table
  * (rep->ranges). */
-int an_ranges_sweep(struct mt_report *rep, const struct mt_report_options *opt, char *err,
-                    size_t errlen);
+int an_ranges_sweep(struct mt_report *rep, const struct mt_report_options *opt,
+                    const uint64_t *moments, size_t nmoments, char *err, size_t errlen);
 
 /* top.c: the n largest lifetimes of rep's live layer that pass keep(l, data),
  * descending by bytes (ties: earlier first), with their ranges, into out
@@ -57,8 +124,11 @@ int an_largest_new(const struct mt_report *rep,
  * site (else range) or by range; 0 or -ENOMEM. */
 int an_groups(struct mt_report *rep, bool by_site);
 
-/* oom.c: saved replays of the device, the OOMs the program saw among the
- * failed allocations (rep->failures, rep->ooms), each explained. */
-int an_ooms(struct mt_report *rep, char *err, size_t errlen);
+/* oom.c: saved replays of the device and the OOMs the program saw among
+ * the failed allocations (rep->failures, rep->ooms; needs d surveyed);
+ * then, with the lifetimes live at each detailed OOM's moment and at the
+ * sample nearest to it loaded, each explained. */
+int an_ooms_find(struct mt_report *rep, char *err, size_t errlen);
+int an_ooms_explain(struct mt_report *rep, char *err, size_t errlen);
 
 #endif

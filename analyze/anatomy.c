@@ -73,9 +73,11 @@ char *mt_anatomy_reading(const struct mt_anatomy *a, uint64_t t0, char *buf, siz
 
 /* The sample to measure against (see the top). *same: the driver-layer
  * memory at its time is the same as at `at` (drv: the driver-layer
- * lifetimes, NULL when unknown). */
+ * lifetimes, NULL when unknown; drv_at_sample: the bytes they hold at each
+ * sample's time, NULL to compute them from drv). */
 static const struct mt_sample *sample_for(const struct mt_sample *s, size_t n, uint64_t at,
-                                          const struct mt_lifetime *drv, size_t ndrv, bool *same)
+                                          const struct mt_lifetime *drv, size_t ndrv,
+                                          const uint64_t *drv_at_sample, bool *same)
 {
 	size_t lo = 0, hi = n, before, after, tries;
 	uint64_t driver_at;
@@ -96,15 +98,16 @@ static const struct mt_sample *sample_for(const struct mt_sample *s, size_t n, u
 	after = lo;
 	driver_at = drv ? mt_live_at(drv, ndrv, at) : 0;
 	for (tries = 0; drv && tries < SAME_DRIVER_CANDIDATES && (before || after < n); tries++) {
-		const struct mt_sample *c;
+		size_t c;
 
 		if (before && (after == n || at - s[before - 1].ts <= s[after].ts - at))
-			c = &s[--before];
+			c = --before;
 		else
-			c = &s[after++];
-		if (mt_live_at(drv, ndrv, c->ts) == driver_at) {
+			c = after++;
+		if ((drv_at_sample ? drv_at_sample[c] : mt_live_at(drv, ndrv, s[c].ts)) ==
+		    driver_at) {
 			*same = true;
-			return c;
+			return &s[c];
 		}
 	}
 	if (!lo)
@@ -132,16 +135,15 @@ static int split_segments(struct mt_anatomy *a, const struct mt_lifetime *live, 
 	return 0;
 }
 
-int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, size_t nlive,
-                       unsigned layer, const struct mt_lifetime *segs, size_t nsegs,
-                       const struct mt_sample *samples, size_t nsamples, uint64_t at, char *err,
-                       size_t errlen)
+int an_anatomy(struct mt_anatomy *a, const struct mt_lifetime *live, size_t nlive, unsigned layer,
+               bool segments, const struct mt_lifetime *segs, size_t nsegs,
+               const struct mt_sample *samples, size_t nsamples, const uint64_t *driver_at_sample,
+               uint64_t at, char *err, size_t errlen)
 {
-	bool segments = layer == MT_LAYER_REQUEST && segs && nsegs;
 	const struct mt_lifetime *drv = segments ? segs : layer == MT_LAYER_DRIVER ? live : NULL;
 	bool same;
-	const struct mt_sample *s =
-	        sample_for(samples, nsamples, at, drv, segments ? nsegs : nlive, &same);
+	const struct mt_sample *s = sample_for(samples, nsamples, at, drv, segments ? nsegs : nlive,
+	                                       driver_at_sample, &same);
 	uint64_t when = s && !same ? s->ts : at;
 	uint64_t allocated = mt_live_at(live, nlive, when), process_use;
 	int64_t rest;
@@ -183,4 +185,21 @@ int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, siz
 		rest -= a->part[i];
 	a->part[MT_PART_UNEXPLAINED] = rest;
 	return 0;
+}
+
+int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, size_t nlive,
+                       unsigned layer, const struct mt_lifetime *segs, size_t nsegs,
+                       const struct mt_sample *samples, size_t nsamples, uint64_t at, char *err,
+                       size_t errlen)
+{
+	return an_anatomy(a, live, nlive, layer, layer == MT_LAYER_REQUEST && segs && nsegs, segs,
+	                  nsegs, samples, nsamples, NULL, at, err, errlen);
+}
+
+int mt_analysis_anatomy(const struct mt_analysis *d, uint64_t at, struct mt_anatomy *a, char *err,
+                        size_t errlen)
+{
+	return an_anatomy(a, d->live, d->nlive, d->layer,
+	                  d->layer == MT_LAYER_REQUEST && d->nseg_all, d->seg, d->nseg, d->samples,
+	                  d->nsamples, d->driver_at_sample, at, err, errlen);
 }

@@ -52,7 +52,7 @@ static struct mt_compare_site *entry(struct table *t, const char *name)
 	for (i = hash(name) & (t->nslots - 1); t->slot[i]; i = (i + 1) & (t->nslots - 1))
 		if (!strcmp(t->v[t->slot[i] - 1].name, name))
 			return &t->v[t->slot[i] - 1];
-	if (an_grow((void **)&t->v, &t->cap, t->n, sizeof(*t->v)) < 0)
+	if (mt_array_grow((void **)&t->v, &t->cap, t->n, sizeof(*t->v)) < 0)
 		return NULL;
 	memset(&t->v[t->n], 0, sizeof(t->v[t->n]));
 	snprintf(t->v[t->n].name, sizeof(t->v[t->n].name), "%s", name);

@@ -95,7 +95,7 @@ int an_groups(struct mt_report *rep, bool by_site)
 			v[i].is_site = v[i - 1].is_site;
 			continue;
 		}
-		if (an_grow((void **)&keys, &kcap, nkeys, sizeof(*keys)) < 0 ||
+		if (mt_array_grow((void **)&keys, &kcap, nkeys, sizeof(*keys)) < 0 ||
 		    !(v[i].key = keys[nkeys++] = key_of(d->r, &v[i], &v[i].is_site)))
 			goto out;
 	}

@@ -84,6 +84,18 @@ struct mt_analysis {
 	size_t library_names; /* distinct names of the library ranges left out */
 	struct mt_failure *fails;
 	size_t nfails;
+	/* Figures of a pass over every lifetime, whichever are loaded: */
+	size_t nlive_all, nseg_all;   /* lifetimes of live's layer and driver segments */
+	uint64_t peak_bytes, peak_at; /* of live's layer, as mt_peak_moment finds them */
+	uint64_t orphan_bytes;        /* of live's NO_ALLOC lifetimes */
+	uint64_t seg_orphan_bytes;    /* of the segments' NO_ALLOC lifetimes */
+	uint64_t *driver_at_sample;   /* per sample: driver-layer bytes live at its time */
+	uint64_t *fail_next_driver;   /* per failure: the next driver-layer allocation of
+	                                 its process after it, UINT64_MAX none */
+	uint32_t *request_processes;  /* processes with request-layer lifetimes */
+	size_t nrequest_processes;
+	uint32_t *sites; /* distinct call sites of live's lifetimes and the failures */
+	size_t nsites;
 };
 
 /* The device row ids of r with alloc, free or alloc_failed events,
@@ -111,9 +123,54 @@ int mt_analyze_span(struct mt_reader *r, uint32_t device, uint64_t *t0, uint64_t
  * with the library-internal NVTX ranges when all_ranges. Lifetimes are as
  * mt_reader_lifetimes gives them (a NO_ALLOC one has start
  * MT_TIME_UNKNOWN, a NO_FREE one end MT_TIME_UNKNOWN). -ENOENT when the
- * device holds no allocations. Release with mt_analysis_release. */
+ * device holds no allocations. Release with mt_analysis_release.
+ * Memory grows with the trace's length: mt_analysis_survey and
+ * mt_analysis_keep hold what is live at chosen moments instead. */
 int mt_analysis_load(struct mt_analysis *d, struct mt_reader *r, uint32_t device, bool all_ranges,
                      char *err, size_t errlen);
+/* The first step of mt_analysis_load: everything but the lifetimes (live,
+ * seg stay empty), and the figures of one streamed pass over every
+ * allocation (nlive_all to sites), holding only what is live at once.
+ * Errors as mt_analysis_load; release with mt_analysis_release. */
+int mt_analysis_survey(struct mt_analysis *d, struct mt_reader *r, uint32_t device, bool all_ranges,
+                       char *err, size_t errlen);
+/* The second: loads into a surveyed d, in a second streamed pass, the
+ * lifetimes (of live's layer, and the driver segments when live holds
+ * requests) live at one of the n moments (absolute, any order) and those
+ * never freed, in the order mt_analysis_load gives; every lifetime when
+ * moments is NULL. Whatever asks about those moments alone (mt_live_at,
+ * mt_segmap_recorded, mt_lifetime_live_at) answers as with every lifetime
+ * loaded. 0, or -ENOMEM or what the reader returned, with a message. */
+int mt_analysis_keep(struct mt_analysis *d, const uint64_t *moments, size_t n, char *err,
+                     size_t errlen);
+/* One step of a streamed pass over d's allocations (mt_analysis_walk). */
+enum mt_walk_kind {
+	MT_WALK_ALLOC,       /* l born at ev (l->end not known yet) */
+	MT_WALK_FREE,        /* l, complete, freed at ev */
+	MT_WALK_ORPHAN,      /* ev freed memory never seen allocated: l is NO_ALLOC */
+	MT_WALK_NEVER_FREED, /* after the last event: l is live to the end (ev NULL) */
+	MT_WALK_EVENT,       /* ev is of another kind asked for (l NULL) */
+};
+
+struct mt_walk_step {
+	enum mt_walk_kind kind;
+	const struct mt_lifetime *l; /* of live's layer or the segments (l->layer) */
+	uint64_t index;              /* l's index among its layer's lifetimes, in load order */
+	const struct mt_event *ev;
+};
+
+/* Streams the device's alloc and free events of a surveyed d, paired as
+ * mt_analysis_load pairs them, and its events of the kinds in mask `kinds`
+ * (MT_KIND_BIT), in trace order, to fn; holds only what is live. Stops at
+ * fn's first negative return, which it returns; else 0, or what the
+ * reader returned (message on the reader) or -ENOMEM. */
+int mt_analysis_walk(const struct mt_analysis *d, uint32_t kinds,
+                     int (*fn)(void *data, const struct mt_walk_step *st), void *data);
+
+/* The sample nearest to ts (the earlier of two as near), (size_t)-1 when
+ * there is none: the moment an anatomy at ts may be measured at instead
+ * (mt_anatomy). */
+size_t mt_analysis_nearest_sample(const struct mt_analysis *d, uint64_t ts);
 /* Frees what d holds (not the reader); accepts a zeroed d. */
 void mt_analysis_release(struct mt_analysis *d);
 
@@ -247,27 +304,40 @@ int mt_anatomy_compute(struct mt_anatomy *a, const struct mt_lifetime *live, siz
                        unsigned layer, const struct mt_lifetime *segs, size_t nsegs,
                        const struct mt_sample *samples, size_t nsamples, uint64_t at, char *err,
                        size_t errlen);
+/* The anatomy at `at` of a surveyed d whose lifetimes include those live at
+ * `at` and at the sample nearest to it (mt_analysis_nearest_sample): as
+ * mt_anatomy_compute would give with every lifetime loaded. */
+int mt_analysis_anatomy(const struct mt_analysis *d, uint64_t at, struct mt_anatomy *a, char *err,
+                        size_t errlen);
 
 /* ---- capacity ---------------------------------------------------------------- */
 
 /* The memory the allocator could take on the recorded card (README.md's
  * glossary, "capacity"). */
 struct mt_capacity {
-	uint64_t bytes;            /* the capacity; 0 when the device total is not recorded */
-	uint64_t device_total;     /* as recorded, 0 unknown */
-	bool from_reading;         /* false: no reading, bytes = device_total */
-	uint64_t context_bytes;    /* the anatomy's CUDA context and libraries (>= 0) */
-	uint64_t outside_bytes;    /* the anatomy's outside this process (>= 0) */
-	uint64_t at;               /* the moment (absolute) */
-	struct mt_anatomy anatomy; /* of the driver-layer memory at `at`, when from_reading */
+	uint64_t bytes;                 /* the capacity; 0 when the device total is not recorded */
+	uint64_t device_total;          /* as recorded, 0 unknown */
+	bool from_reading;              /* false: no reading, bytes = device_total */
+	uint64_t context_bytes;         /* the anatomy's CUDA context and libraries (>= 0) */
+	uint64_t outside_bytes;         /* the anatomy's outside this process (>= 0), less
+	                                   driver_reserved_bytes */
+	uint64_t driver_reserved_bytes; /* the driver's reserve the reading counted and
+	                                   CUDA's total leaves out; 0 = not recorded */
+	uint64_t library_bytes;         /* driver allocations live at `at` that held no
+	                                   request (a request-layer trace only) */
+	uint64_t at;                    /* the moment (absolute) */
+	struct mt_anatomy anatomy;      /* of the driver-layer memory at `at`, when from_reading */
 };
 
 /* The capacity of device (a row id) of r: the device total less the CUDA
- * context and libraries and the memory outside the process in the anatomy
- * at `at` (MT_TIME_UNKNOWN: the peak of live bytes, as mt_reader_peak_live
- * finds it), computed from the driver-layer lifetimes (the requests when
- * there are none) and the readings; the device total when no reading is
- * available. Returns 0, or -ENOENT (no such device), -ENOMEM or what the
+ * context and libraries and the memory outside the process (without the
+ * driver's reserve where the trace records it) in the anatomy at `at`
+ * (MT_TIME_UNKNOWN: the peak of live bytes, as mt_reader_peak_live finds
+ * it), and less the driver allocations live then in which no request lay
+ * (other code's, when the trace has a request layer); computed from the
+ * driver-layer lifetimes (the requests when there are none), the request
+ * allocations before `at` and the readings; the device total when no
+ * reading is available. Returns 0, or -ENOENT (no such device), -ENOMEM or what the
  * reader returned, with a message. */
 int mt_capacity_recorded(struct mt_reader *r, uint32_t device, uint64_t at, struct mt_capacity *c,
                          char *err, size_t errlen);
@@ -338,13 +408,17 @@ enum mt_kernel_times mt_kernel_times(struct mt_reader *r);
 
 /* The kernel and the NVTX range that go with a moment of a process. */
 struct mt_moment_context {
-	uint64_t at; /* the moment */
+	uint64_t at;     /* the moment */
+	uint64_t stream; /* the moment's stream, UINT64_MAX not known */
 	enum mt_kernel_times times;
 	/* The kernel on the moment's stream: with GPU times the last to start
 	 * on the GPU at or before the moment (running: still running then);
 	 * with launch times the last launched at or before it. When that
-	 * stream launched none, the same among the process's streams
-	 * (elsewhere: true). kernel 0: none recorded before the moment. */
+	 * stream launched none before the moment, one on another stream of
+	 * the process (elsewhere: true): with GPU times one still running
+	 * then (the latest started of those), else the latest started; with
+	 * launch times the latest launched. kernel 0: none recorded before
+	 * the moment. */
 	uint32_t kernel; /* interned name */
 	uint64_t kernel_stream;
 	uint64_t kernel_ts, kernel_end; /* the event's times */
@@ -355,8 +429,8 @@ struct mt_moment_context {
 };
 
 /* Fills *c for the moment `at` (absolute) of process (0: any) on stream
- * (UINT64_MAX: any) of d's device: the kernel from d's reader (the events
- * before the moment, read backwards in growing windows), the range from
+ * (UINT64_MAX, 0 or UINT32_MAX, which name no stream: any) of d's device: the kernel from d's
+ * reader (the events before the moment, read backwards in growing windows), the range from
  * d->ranges. Returns 0 or a negative errno with a message. */
 int mt_moment_context(const struct mt_analysis *d, uint32_t process, uint64_t stream, uint64_t at,
                       struct mt_moment_context *c, char *err, size_t errlen);
@@ -411,7 +485,7 @@ struct mt_report_failure {
 	size_t oom; /* OOM and ATTEMPT: the OOM's index, in time order */
 };
 
-/* The role of each of d's failures (roles: d->nfails entries) and the
+/* The role of each of d's failures (d surveyed; roles: d->nfails entries) and the
  * number of OOMs the program saw (README.md's glossary, "OOM"). Returns 0
  * or -ENOMEM. */
 int mt_failure_roles(const struct mt_analysis *d, struct mt_report_failure *roles, size_t *nooms);
@@ -458,6 +532,12 @@ struct mt_report_options {
 	uint64_t at;          /* since t0 */
 	size_t top;           /* rows of the lists, 0 = MT_REPORT_TOP */
 	enum mt_report_by by; /* how the allocations live at the moment are listed */
+	/* true: data holds only the lifetimes the report lists (those live at
+	 * the peak, at the moment asked, at each OOM explained and at the
+	 * samples nearest to them, and those never freed), so that memory is
+	 * what is live, not the trace's length (memtrace report); false:
+	 * every lifetime (comparisons) */
+	bool only_listed;
 	/* called between stages and every ~1% of the sweep when set */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;

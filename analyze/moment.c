@@ -24,8 +24,11 @@ enum mt_kernel_times mt_kernel_times(struct mt_reader *r)
 }
 
 /* Whether kernel event a goes with the moment better than b (a kernel
- * event or ts MT_TIME_UNKNOWN): one still running then first, else the
- * later start. */
+ * event or ts MT_TIME_UNKNOWN): one still running then first (GPU times;
+ * a launch-time kernel's end is its ts, never after the moment), else the
+ * later start or launch. On one stream kernels run in launch order, so
+ * there this is the last started; among all of a process's streams it is
+ * a kernel running anywhere, else the latest started anywhere. */
 static bool better(const struct mt_event *a, const struct mt_event *b, uint64_t at)
 {
 	bool a_runs = a->kernel.end > at, b_runs = b->ts != MT_TIME_UNKNOWN && b->kernel.end > at;
@@ -48,7 +51,9 @@ static int window(const struct mt_analysis *d, uint32_t process, uint64_t stream
 	struct mt_event ev;
 	int rc = mt_reader_iter(d->r, &q, &it);
 
-	while (rc == 0 && (rc = mt_iter_next(it, &ev)) > 0) {
+	if (rc < 0)
+		return rc;
+	while ((rc = mt_iter_next(it, &ev)) > 0) {
 		if (ev.kernel.stream == stream && better(&ev, on, at))
 			*on = ev;
 		if (better(&ev, any, at))
@@ -66,12 +71,18 @@ static int kernel_at(const struct mt_analysis *d, uint32_t process, uint64_t str
 	const struct mt_event *k;
 	int rc;
 
+	/* Windows [at - span, at] growing 16 times until one holds a kernel
+	 * of the stream (an earlier window can hold none that started later;
+	 * on one stream none that still runs), else to the trace's start: a
+	 * stream that launched nothing before the moment falls back on the
+	 * best over every window (better), so a long kernel still running on
+	 * another stream is found however early it started. With no stream
+	 * asked, the first window holding any kernel. */
 	for (;;) {
 		uint64_t from = at > span ? at - span : 0;
 		rc = window(d, process, stream, from, at, &on, &any);
 		if (rc < 0)
 			return rc;
-		/* on the stream, a later window can hold none later than this */
 		if (on.ts != MT_TIME_UNKNOWN || from == 0 ||
 		    (stream == UINT64_MAX && any.ts != MT_TIME_UNKNOWN))
 			break;
@@ -112,6 +123,10 @@ int mt_moment_context(const struct mt_analysis *d, uint32_t process, uint64_t st
 
 	memset(c, 0, sizeof(*c));
 	c->at = at;
+	/* 0 is "default or unknown" (FORMAT.md); older traces kept CUPTI's
+	 * invalid id for a synchronous cudaMalloc: neither names a stream */
+	c->stream = stream == 0 || stream == UINT32_MAX ? UINT64_MAX : stream;
+	stream = c->stream;
 	c->times = mt_kernel_times(d->r);
 	c->range = range_at(d, process, at);
 	if (c->times == MT_KERNEL_TIMES_NONE)

@@ -83,53 +83,19 @@ static int saved_replays(struct mt_report *rep)
 
 /* ---- which failures are OOMs ---- */
 
-/* The starts of the driver-layer allocations (t) and their process (v),
- * in time order. */
-struct starts {
-	struct an_timed *v;
-	size_t n;
-};
-
-static int driver_starts(const struct mt_analysis *d, struct starts *s)
+/* Whether the process of failure k allocated driver memory after it, at
+ * or before ts. */
+static bool success_by(const struct mt_analysis *d, size_t k, uint64_t ts)
 {
-	const struct mt_lifetime *l = d->layer == MT_LAYER_REQUEST ? d->seg : d->live;
-	size_t n = d->layer == MT_LAYER_REQUEST ? d->nseg : d->nlive, i;
-
-	s->n = 0;
-	s->v = malloc((n ? n : 1) * sizeof(*s->v));
-	if (!s->v)
-		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		if (!(l[i].flags & MT_LIFETIME_NO_ALLOC))
-			s->v[s->n++] = (struct an_timed){ l[i].start, l[i].process };
-	return an_sort_timed(s->v, s->n);
-}
-
-/* Whether process p allocated driver memory in (a, b]. */
-static bool success_between(const struct starts *s, uint32_t p, uint64_t a, uint64_t b)
-{
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->v[mid].t <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < s->n && s->v[lo].t <= b; lo++)
-		if (s->v[lo].v == p)
-			return true;
-	return false;
+	return d->fail_next_driver[k] != UINT64_MAX && d->fail_next_driver[k] <= ts;
 }
 
 static bool has_requests(const struct mt_analysis *d, uint32_t p)
 {
 	size_t i;
 
-	for (i = 0; d->layer == MT_LAYER_REQUEST && i < d->nlive; i++)
-		if (d->live[i].process == p)
+	for (i = 0; d->layer == MT_LAYER_REQUEST && i < d->nrequest_processes; i++)
+		if (d->request_processes[i] == p)
 			return true;
 	return false;
 }
@@ -149,7 +115,7 @@ static uint64_t next_failure(const struct mt_analysis *d, size_t i)
 
 /* seen[i]: for a failure the program saw, i; for an attempt behind an OOM
  * or a retry, the index of that OOM's failure; UNSET for one recovered. */
-static void classify(const struct mt_analysis *d, const struct starts *s, size_t *seen)
+static void classify(const struct mt_analysis *d, size_t *seen)
 {
 	const struct mt_failure *f = d->fails;
 	size_t i, j;
@@ -164,8 +130,7 @@ static void classify(const struct mt_analysis *d, const struct starts *s, size_t
 		for (j = i; j-- > 0;) {
 			if (f[j].process != f[i].process || seen[j] != UNSET)
 				continue;
-			if (f[j].layer == MT_LAYER_REQUEST ||
-			    success_between(s, f[j].process, f[j].ts, f[i].ts))
+			if (f[j].layer == MT_LAYER_REQUEST || success_by(d, j, f[i].ts))
 				break;
 			seen[j] = i;
 		}
@@ -175,14 +140,13 @@ static void classify(const struct mt_analysis *d, const struct starts *s, size_t
 	for (i = 0; i < d->nfails; i++) {
 		if (f[i].layer == MT_LAYER_REQUEST || seen[i] != UNSET)
 			continue;
-		if (has_requests(d, f[i].process) &&
-		    success_between(s, f[i].process, f[i].ts, next_failure(d, i)))
+		if (has_requests(d, f[i].process) && success_by(d, i, next_failure(d, i)))
 			continue;
 		seen[i] = i;
 		for (j = i; j-- > 0;) /* the process's previous OOM: a retry of it? */
 			if (f[j].process == f[i].process && seen[j] == j) {
 				if (f[j].bytes == f[i].bytes && f[j].layer != MT_LAYER_REQUEST &&
-				    !success_between(s, f[i].process, f[j].ts, f[i].ts))
+				    !success_by(d, j, f[i].ts))
 					seen[i] = j;
 				break;
 			}
@@ -192,12 +156,10 @@ static void classify(const struct mt_analysis *d, const struct starts *s, size_t
 int mt_failure_roles(const struct mt_analysis *d, struct mt_report_failure *roles, size_t *nooms)
 {
 	size_t *seen = malloc((d->nfails ? d->nfails : 1) * sizeof(*seen)), i, k = 0;
-	struct starts s = { 0 };
-	int rc = -ENOMEM;
 
-	if (!seen || driver_starts(d, &s) < 0)
-		goto out;
-	classify(d, &s, seen);
+	if (!seen)
+		return -ENOMEM;
+	classify(d, seen);
 	for (i = 0; i < d->nfails; i++)
 		if (seen[i] == i)
 			roles[i] = (struct mt_report_failure){ MT_FAILURE_OOM, k++ };
@@ -209,11 +171,8 @@ int mt_failure_roles(const struct mt_analysis *d, struct mt_report_failure *role
 			roles[i] = (struct mt_report_failure){ MT_FAILURE_ATTEMPT,
 				                               roles[seen[i]].oom };
 	*nooms = k;
-	rc = 0;
-out:
-	free(s.v);
 	free(seen);
-	return rc;
+	return 0;
 }
 
 /* rep->failures, rep->ooms and the counts of each role. */
@@ -298,8 +257,7 @@ static int explain(struct mt_report *rep, struct mt_report_oom *o, char *err, si
 	        d->layer == MT_LAYER_REQUEST ? mt_live_at(d->seg, d->nseg, ts) : o->live_bytes;
 	o->lower_bound = o->live_bytes + o->f->bytes;
 	o->nlargest = an_largest(rep, live_then, &ts, o->largest, MT_REPORT_OOM_LARGEST);
-	rc = mt_anatomy_compute(&o->anatomy, d->live, d->nlive, d->layer, d->seg, d->nseg,
-	                        d->samples, d->nsamples, ts, err, errlen);
+	rc = mt_analysis_anatomy(d, ts, &o->anatomy, err, errlen);
 	if (rc == 0)
 		rc = mt_moment_context(d, o->f->process, o->f->stream, ts, &o->context, err,
 		                       errlen);
@@ -330,7 +288,7 @@ static int explain(struct mt_report *rep, struct mt_report_oom *o, char *err, si
 	return 0;
 }
 
-int an_ooms(struct mt_report *rep, char *err, size_t errlen)
+int an_ooms_find(struct mt_report *rep, char *err, size_t errlen)
 {
 	size_t i;
 	int rc = saved_replays(rep);
@@ -345,8 +303,17 @@ int an_ooms(struct mt_report *rep, char *err, size_t errlen)
 		if (o->free_bytes == UINT64_MAX) /* no attempt said */
 			o->free_bytes = o->f->free_bytes;
 		o->detailed = i < MT_REPORT_OOM_DETAILED;
-		if (o->detailed && (rc = explain(rep, o, err, errlen)) < 0)
-			return rc;
 	}
+	return 0;
+}
+
+int an_ooms_explain(struct mt_report *rep, char *err, size_t errlen)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < rep->nooms; i++)
+		if (rep->ooms[i].detailed && (rc = explain(rep, &rep->ooms[i], err, errlen)) < 0)
+			return rc;
 	return 0;
 }

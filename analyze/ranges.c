@@ -9,6 +9,10 @@
  * At one moment the sweep closes ranges, then frees, then opens ranges, then
  * allocates: a range [start, end) holds the allocations made at start and
  * not those made at end, like a lifetime.
+ *
+ * The sweep watches the pass that keeps the lifetimes the report lists
+ * (an_keep): allocations and frees stream past, each moment's gathered
+ * until its end; the ranges are in memory.
  */
 #include "config.h"
 
@@ -80,6 +84,21 @@ struct stack {
 	size_t n, cap;
 };
 
+/* An allocation of the moment being gathered. */
+struct made {
+	uint64_t index, bytes, address;
+	uint32_t process;
+	bool freed; /* freed at the same moment: never live, counts nowhere */
+};
+
+/* Range opens in (start, depth) order: an inner range that starts with its
+ * parent comes after it. */
+struct opening {
+	uint64_t start;
+	uint32_t depth;
+	size_t idx;
+};
+
 struct sweep {
 	struct mt_report *rep;
 	const struct mt_report_options *opt;
@@ -89,6 +108,15 @@ struct sweep {
 	struct stack *stacks;
 	size_t nstacks, stackcap;
 	int64_t live;
+	/* the ranges' opens and closes in time order, and how far done */
+	struct opening *opens;
+	struct an_timed *closes;
+	size_t no, nc, op, c;
+	/* the moment being gathered */
+	struct made *made;
+	size_t nmade, madecap;
+	uint64_t freed;
+	uint64_t done, total, step;
 };
 
 static struct stack *stack_of(struct sweep *s, uint32_t process)
@@ -98,7 +126,7 @@ static struct stack *stack_of(struct sweep *s, uint32_t process)
 	for (i = 0; i < s->nstacks; i++)
 		if (s->stacks[i].process == process)
 			return &s->stacks[i];
-	if (an_grow((void **)&s->stacks, &s->stackcap, s->nstacks, sizeof(*s->stacks)) < 0)
+	if (mt_array_grow((void **)&s->stacks, &s->stackcap, s->nstacks, sizeof(*s->stacks)) < 0)
 		return NULL;
 	s->stacks[s->nstacks] = (struct stack){ .process = process };
 	return &s->stacks[s->nstacks++];
@@ -120,7 +148,7 @@ static int open_range(struct sweep *s, size_t r)
 	struct stack *st = stack_of(s, g->process);
 	size_t i, key = s->key[r];
 
-	if (!st || an_grow((void **)&st->v, &st->cap, st->n, sizeof(*st->v)) < 0)
+	if (!st || mt_array_grow((void **)&st->v, &st->cap, st->n, sizeof(*st->v)) < 0)
 		return -ENOMEM;
 	st->v[st->n++] = r;
 	s->rep->ranges[key].instances++;
@@ -130,7 +158,7 @@ static int open_range(struct sweep *s, size_t r)
 			s->open[i].count++;
 			return 0;
 		}
-	if (an_grow((void **)&s->open, &s->opencap, s->nopen, sizeof(*s->open)) < 0)
+	if (mt_array_grow((void **)&s->open, &s->opencap, s->nopen, sizeof(*s->open)) < 0)
 		return -ENOMEM;
 	s->open[s->nopen++] = (struct open_name){ g->process, key, 1 };
 	return 0;
@@ -149,40 +177,34 @@ static void close_range(struct sweep *s, size_t r)
 		}
 }
 
-static int allocate(struct sweep *s, size_t i)
+static int allocate(struct sweep *s, struct an_pairing *p, const struct made *m, uint64_t ts)
 {
-	const struct mt_lifetime *l = &s->rep->data.live[i];
 	const struct mt_range *ranges = s->rep->data.ranges;
-	struct stack *st = stack_of(s, l->process);
+	struct stack *st = stack_of(s, m->process);
+	struct an_live *live;
 	size_t k;
 
 	if (!st)
 		return -ENOMEM;
 	while (st->n && ranges[st->v[st->n - 1]].end != MT_TIME_UNKNOWN &&
-	       ranges[st->v[st->n - 1]].end <= l->start)
+	       ranges[st->v[st->n - 1]].end <= ts)
 		st->n--;
-	s->rep->range_of[i] = st->n ? &ranges[st->v[st->n - 1]] : NULL;
-	if (l->end != l->start)
-		s->live += (int64_t)l->bytes;
+	live = an_pairing_find(p, s->rep->data.layer, m->index, m->process, m->address);
+	if (live)
+		live->tag = st->n ? st->v[st->n - 1] + 1 : 0;
+	if (!m->freed)
+		s->live += (int64_t)m->bytes;
 	for (k = 0; k < s->nopen; k++) {
 		struct mt_range_stats *rs = &s->rep->ranges[s->open[k].key];
 
-		if (s->open[k].process == l->process) {
+		if (s->open[k].process == m->process) {
 			rs->allocations++;
-			rs->bytes_allocated += l->bytes;
+			rs->bytes_allocated += m->bytes;
 		}
-		note_peak(s, s->open[k].key, l->start);
+		note_peak(s, s->open[k].key, ts);
 	}
 	return 0;
 }
-
-/* Range opens in (start, depth) order: an inner range that starts with its
- * parent comes after it. */
-struct opening {
-	uint64_t start;
-	uint32_t depth;
-	size_t idx;
-};
 
 static int open_order(const void *a, const void *b)
 {
@@ -206,95 +228,124 @@ static int by_bytes(const void *a, const void *b)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
-/* The four event streams, each in time order. */
-struct streams {
-	struct an_timed *allocs, *frees, *closes;
-	struct opening *opens;
-	size_t na, nf, nc, no;
-};
-
-static int build_streams(struct sweep *s, struct streams *e)
+/* The ranges' opens and closes, each in time order. */
+static int order_ranges(struct sweep *s)
 {
 	const struct mt_analysis *d = &s->rep->data;
 	size_t i;
 
-	e->allocs = malloc((d->nlive + 1) * sizeof(*e->allocs));
-	e->frees = malloc((d->nlive + 1) * sizeof(*e->frees));
-	e->closes = malloc((d->nranges + 1) * sizeof(*e->closes));
-	e->opens = malloc((d->nranges + 1) * sizeof(*e->opens));
-	if (!e->allocs || !e->frees || !e->closes || !e->opens)
+	s->closes = malloc((d->nranges + 1) * sizeof(*s->closes));
+	s->opens = malloc((d->nranges + 1) * sizeof(*s->opens));
+	if (!s->closes || !s->opens)
 		return -ENOMEM;
-	for (i = 0; i < d->nlive; i++) {
-		const struct mt_lifetime *l = &d->live[i];
-
-		if (l->flags & MT_LIFETIME_NO_ALLOC)
-			s->live += (int64_t)l->bytes; /* live from before the trace */
-		else
-			e->allocs[e->na++] = (struct an_timed){ l->start, i };
-		if (l->end != MT_TIME_UNKNOWN &&
-		    (l->flags & MT_LIFETIME_NO_ALLOC || l->end != l->start))
-			e->frees[e->nf++] = (struct an_timed){ l->end, l->bytes };
-	}
 	for (i = 0; i < d->nranges; i++) {
-		e->opens[e->no++] = (struct opening){ d->ranges[i].start, d->ranges[i].depth, i };
+		s->opens[s->no++] = (struct opening){ d->ranges[i].start, d->ranges[i].depth, i };
 		if (d->ranges[i].end != MT_TIME_UNKNOWN)
-			e->closes[e->nc++] = (struct an_timed){ d->ranges[i].end, i };
+			s->closes[s->nc++] = (struct an_timed){ d->ranges[i].end, i };
 	}
-	if (e->no)
-		qsort(e->opens, e->no, sizeof(*e->opens), open_order);
-	if (an_sort_timed(e->allocs, e->na) < 0 || an_sort_timed(e->frees, e->nf) < 0 ||
-	    an_sort_timed(e->closes, e->nc) < 0)
-		return -ENOMEM;
-	return 0;
+	if (s->no)
+		qsort(s->opens, s->no, sizeof(*s->opens), open_order);
+	return an_sort_timed(s->closes, s->nc);
 }
 
-static int run(struct sweep *s, struct streams *e)
+/* The ranges' closes, then opens, of every moment before ts. */
+static int ranges_before(struct sweep *s, uint64_t ts)
 {
-	size_t a = 0, f = 0, c = 0, op = 0;
-	uint64_t total = e->na + e->nf + e->nc + e->no, done = 0, step = total / 100 + 1;
 	int rc = 0;
 
-	while (rc == 0 && (a < e->na || f < e->nf || c < e->nc || op < e->no)) {
+	while (rc == 0 && ((s->c < s->nc && s->closes[s->c].t < ts) ||
+	                   (s->op < s->no && s->opens[s->op].start < ts))) {
 		uint64_t t = UINT64_MAX;
 
-		if (c < e->nc && e->closes[c].t < t)
-			t = e->closes[c].t;
-		if (f < e->nf && e->frees[f].t < t)
-			t = e->frees[f].t;
-		if (op < e->no && e->opens[op].start < t)
-			t = e->opens[op].start;
-		if (a < e->na && e->allocs[a].t < t)
-			t = e->allocs[a].t;
-		for (; c < e->nc && e->closes[c].t == t; c++, done++)
-			close_range(s, e->closes[c].v);
-		for (; f < e->nf && e->frees[f].t == t; f++, done++)
-			s->live -= (int64_t)e->frees[f].v;
-		for (; rc == 0 && op < e->no && e->opens[op].start == t; op++, done++)
-			rc = open_range(s, e->opens[op].idx);
-		for (; rc == 0 && a < e->na && e->allocs[a].t == t; a++, done++)
-			rc = allocate(s, e->allocs[a].v);
-		if (s->opt && s->opt->progress && done / step != (done - 1) / step)
-			s->opt->progress(s->opt->progress_data, done, total);
+		if (s->c < s->nc && s->closes[s->c].t < t)
+			t = s->closes[s->c].t;
+		if (s->op < s->no && s->opens[s->op].start < t)
+			t = s->opens[s->op].start;
+		for (; s->c < s->nc && s->closes[s->c].t == t; s->c++)
+			close_range(s, s->closes[s->c].v);
+		for (; rc == 0 && s->op < s->no && s->opens[s->op].start == t; s->op++)
+			rc = open_range(s, s->opens[s->op].idx);
 	}
 	return rc;
 }
 
-int an_ranges_sweep(struct mt_report *rep, const struct mt_report_options *opt, char *err,
-                    size_t errlen)
+static int on_step(void *data, struct an_pairing *p, const struct an_step *st, uint64_t ts)
 {
-	const struct mt_analysis *d = &rep->data;
-	struct sweep s = { .rep = rep, .opt = opt };
-	struct streams e = { 0 };
+	struct sweep *s = data;
 	size_t i;
+
+	(void)p;
+	if (s->opt && s->opt->progress && ++s->done % s->step == 0)
+		s->opt->progress(s->opt->progress_data, s->done, s->total);
+	if (st->layer != s->rep->data.layer)
+		return 0;
+	switch (st->kind) {
+	case AN_BORN:
+		if (mt_array_grow((void **)&s->made, &s->madecap, s->nmade, sizeof(*s->made)) < 0)
+			return -ENOMEM;
+		s->made[s->nmade++] =
+		        (struct made){ st->live.index, st->live.l.bytes, st->live.l.address,
+			               st->live.l.process, false };
+		break;
+	case AN_DIED:
+		if (st->live.l.start != ts) {
+			s->freed += st->live.l.bytes;
+			break;
+		}
+		for (i = s->nmade; i-- > 0;)
+			if (s->made[i].index == st->live.index) {
+				s->made[i].freed = true;
+				break;
+			}
+		break;
+	case AN_ORPHAN:
+		s->freed += st->live.l.bytes;
+		break;
+	}
+	return 0;
+}
+
+static int on_moment_end(void *data, struct an_pairing *p, uint64_t ts)
+{
+	struct sweep *s = data;
+	size_t i;
+	int rc = ranges_before(s, ts);
+
+	for (; s->c < s->nc && s->closes[s->c].t == ts; s->c++)
+		close_range(s, s->closes[s->c].v);
+	s->live -= (int64_t)s->freed;
+	for (; rc == 0 && s->op < s->no && s->opens[s->op].start == ts; s->op++)
+		rc = open_range(s, s->opens[s->op].idx);
+	for (i = 0; rc == 0 && i < s->nmade; i++)
+		rc = allocate(s, p, &s->made[i], ts);
+	s->nmade = 0;
+	s->freed = 0;
+	return rc;
+}
+
+int an_ranges_sweep(struct mt_report *rep, const struct mt_report_options *opt,
+                    const uint64_t *moments, size_t nmoments, char *err, size_t errlen)
+{
+	struct mt_analysis *d = &rep->data;
+	struct sweep s = { .rep = rep, .opt = opt, .live = (int64_t)d->orphan_bytes };
+	struct an_observer obs = { on_step, on_moment_end, &s };
+	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+	size_t *tags = NULL, i;
 	int rc = -ENOMEM;
 
+	if (an_device_stats(d->r, d->device, st) == 0)
+		s.total = st[MT_EVENT_ALLOC].events + st[MT_EVENT_FREE].events;
+	s.step = s.total / 100 + 1;
 	s.key = malloc((d->nranges + 1) * sizeof(*s.key));
-	rep->range_of = calloc(d->nlive + 1, sizeof(*rep->range_of));
-	if (!s.key || !rep->range_of || name_keys(rep, s.key) < 0)
+	if (!s.key || name_keys(rep, s.key) < 0 || order_ranges(&s) < 0)
 		goto out;
-	rc = build_streams(&s, &e);
+	rc = an_keep(d, moments, nmoments, &obs, &tags);
 	if (rc == 0)
-		rc = run(&s, &e);
+		rc = ranges_before(&s, UINT64_MAX);
+	if (rc == 0 && !(rep->range_of = calloc(d->nlive + 1, sizeof(*rep->range_of))))
+		rc = -ENOMEM;
+	for (i = 0; rc == 0 && i < d->nlive; i++)
+		rep->range_of[i] = tags[i] ? &d->ranges[tags[i] - 1] : NULL;
 	if (rc == 0 && rep->nranges)
 		qsort(rep->ranges, rep->nranges, sizeof(*rep->ranges), by_bytes);
 out:
@@ -303,9 +354,11 @@ out:
 	free(s.stacks);
 	free(s.open);
 	free(s.key);
-	free(e.allocs);
-	free(e.frees);
-	free(e.closes);
-	free(e.opens);
-	return rc < 0 ? an_fail(err, errlen, rc, "out of memory") : 0;
+	free(s.made);
+	free(s.opens);
+	free(s.closes);
+	free(tags);
+	if (rc == -ENOMEM)
+		return an_fail(err, errlen, rc, "out of memory");
+	return rc < 0 ? an_reader_fail(d->r, rc, err, errlen) : 0;
 }

@@ -33,20 +33,14 @@ static void stage(const struct mt_report_options *opt, uint64_t done)
 static int program_dir(struct mt_report *rep)
 {
 	const struct mt_analysis *d = &rep->data;
-	const char **stacks = malloc((d->nlive + d->nfails + 1) * sizeof(*stacks));
-	uint32_t last = 0;
-	size_t i, n = 0;
+	const char **stacks = malloc((d->nsites + 1) * sizeof(*stacks));
+	size_t i;
 
 	if (!stacks)
 		return -ENOMEM;
-	for (i = 0; i < d->nlive + d->nfails; i++) {
-		uint32_t site = i < d->nlive ? d->live[i].site : d->fails[i - d->nlive].site;
-
-		if (site && site != last)
-			stacks[n++] = mt_reader_string(d->r, site);
-		last = site;
-	}
-	mt_site_program_dir(stacks, n, rep->program_dir, sizeof(rep->program_dir));
+	for (i = 0; i < d->nsites; i++)
+		stacks[i] = mt_reader_string(d->r, d->sites[i]);
+	mt_site_program_dir(stacks, d->nsites, rep->program_dir, sizeof(rep->program_dir));
 	free(stacks);
 	return 0;
 }
@@ -124,28 +118,59 @@ static int lists(struct mt_report *rep, const struct mt_report_options *opt)
 	return by == MT_REPORT_BY_TENSOR ? 0 : an_groups(rep, by == MT_REPORT_BY_SITE);
 }
 
+/* The moments whose lifetimes the report lists: the peak, the moment
+ * asked, each OOM explained, and the sample nearest to each anatomy's
+ * moment (it may be measured there). */
+static uint64_t *moments(const struct mt_report *rep, size_t *n)
+{
+	const struct mt_analysis *d = &rep->data;
+	uint64_t *v = malloc((2 * rep->nooms + 4) * sizeof(*v));
+	size_t i, s;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	v[(*n)++] = rep->peak_at;
+	v[(*n)++] = rep->at;
+	if ((s = mt_analysis_nearest_sample(d, rep->at)) != (size_t)-1)
+		v[(*n)++] = d->samples[s].ts;
+	for (i = 0; i < rep->nooms; i++) {
+		if (!rep->ooms[i].detailed)
+			continue;
+		v[(*n)++] = rep->ooms[i].f->ts;
+		if ((s = mt_analysis_nearest_sample(d, rep->ooms[i].f->ts)) != (size_t)-1)
+			v[(*n)++] = d->samples[s].ts;
+	}
+	return v;
+}
+
 int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
                     const struct mt_report_options *opt, char *err, size_t errlen)
 {
 	struct mt_analysis *d = &rep->data;
+	uint64_t *at = NULL;
+	size_t nat = 0;
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
 	rep->top = opt && opt->top ? opt->top : MT_REPORT_TOP;
-	rc = mt_analysis_load(d, r, device, opt && opt->all_ranges, err, errlen);
+	stage(opt, 0);
+	rc = mt_analysis_survey(d, r, device, opt && opt->all_ranges, err, errlen);
 	if (rc < 0)
 		return rc;
-	stage(opt, 0);
-	rc = mt_peak_moment(d->live, d->nlive, &rep->peak_bytes, &rep->peak_at);
-	if (rc < 0) {
-		rc = an_fail(err, errlen, rc, "out of memory");
-		goto fail;
-	}
-	if (!rep->peak_bytes)
-		rep->peak_at = d->t0;
+	rep->peak_bytes = d->peak_bytes;
+	rep->peak_at = d->peak_bytes ? d->peak_at : d->t0;
 	rc = moment(rep, opt, err, errlen);
 	if (rc == 0)
-		rc = an_ranges_sweep(rep, opt, err, errlen);
+		rc = an_ooms_find(rep, err, errlen);
+	if (rc < 0)
+		goto fail;
+	if (opt && opt->only_listed && !(at = moments(rep, &nat))) {
+		rc = an_fail(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	rc = an_ranges_sweep(rep, opt, at, nat, err, errlen);
+	free(at);
 	if (rc < 0)
 		goto fail;
 	if (tally(rep) < 0 || lists(rep, opt) < 0 || program_dir(rep) < 0) {
@@ -153,12 +178,11 @@ int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
 		goto fail;
 	}
 	rep->live_at_bytes = mt_live_at(d->live, d->nlive, rep->at);
-	rc = mt_anatomy_compute(&rep->anatomy, d->live, d->nlive, d->layer, d->seg, d->nseg,
-	                        d->samples, d->nsamples, rep->at, err, errlen);
+	rc = mt_analysis_anatomy(d, rep->at, &rep->anatomy, err, errlen);
 	if (rc == 0)
 		rc = context(rep, err, errlen);
 	if (rc == 0)
-		rc = an_ooms(rep, err, errlen);
+		rc = an_ooms_explain(rep, err, errlen);
 	if (rc < 0)
 		goto fail;
 	stage(opt, 100);

@@ -22,7 +22,7 @@ void mt_segmap_release(struct mt_segmap *m)
 
 int mt_segmap_add_segment(struct mt_segmap *m, uint64_t address, uint64_t bytes)
 {
-	if (an_grow((void **)&m->segs, &m->scap, m->nsegs, sizeof(*m->segs)) < 0)
+	if (mt_array_grow((void **)&m->segs, &m->scap, m->nsegs, sizeof(*m->segs)) < 0)
 		return -ENOMEM;
 	m->segs[m->nsegs++] = (struct mt_segmap_segment){ address, bytes, m->nblocks, 0 };
 	return 0;
@@ -32,7 +32,7 @@ int mt_segmap_add_block(struct mt_segmap *m, uint64_t address, uint64_t bytes, b
 {
 	if (!bytes)
 		return 0;
-	if (an_grow((void **)&m->blocks, &m->bcap, m->nblocks, sizeof(*m->blocks)) < 0)
+	if (mt_array_grow((void **)&m->blocks, &m->bcap, m->nblocks, sizeof(*m->blocks)) < 0)
 		return -ENOMEM;
 	m->blocks[m->nblocks++] = (struct mt_segmap_block){ address, bytes, allocated };
 	if (m->nsegs)

@@ -277,7 +277,7 @@ static int print_json(const struct mt_predictor *p, const struct args *a, uint64
 static void print_summary(const struct mt_predictor *p, const struct args *a, uint64_t capacity)
 {
 	struct mt_predict_summary s;
-	char x[32], y[32], z[32], w[32];
+	char x[32], y[32], z[32], w[32], v[32];
 	uint64_t all = 0;
 	mt_predictor_summary(p, &s);
 	for (size_t i = 0; i < a->nin; i++)
@@ -309,13 +309,19 @@ static void print_summary(const struct mt_predictor *p, const struct args *a, ui
 	printf("\n");
 	if (a->capacity)
 		printf("capacity: %s (--capacity)\n", mt_size_format(capacity, x, 32));
-	else if (s.capacity_sampled)
-		printf("capacity: %s (device %s less %s CUDA context and libraries and %s outside "
+	else if (s.capacity_sampled) {
+		char libs[96] = "";
+		if (s.library_bytes)
+			snprintf(libs, sizeof(libs),
+			         ", %s that libraries allocated beside the allocator",
+			         mt_size_format(s.library_bytes, v, 32));
+		printf("capacity: %s (device %s less %s CUDA context and libraries%s and %s "
+		       "outside "
 		       "the process)\n",
 		       mt_size_format(capacity, x, 32), mt_size_format(s.device_total, y, 32),
-		       mt_size_format(s.context_bytes, z, 32),
+		       mt_size_format(s.context_bytes, z, 32), libs,
 		       mt_size_format(s.outside_bytes, w, 32));
-	else
+	} else
 		printf("capacity: %s (the device's total: no sample of the memory in use)\n",
 		       mt_size_format(capacity, x, 32));
 }

@@ -121,6 +121,7 @@ static int report(struct mt_reader *r, const char *path, bool json,
 	prog.enabled = prog.enabled && trace_events(r) > PROGRESS_EVENTS;
 	opt.progress = on_progress;
 	opt.progress_data = &prog;
+	opt.only_listed = true;
 	if (json) {
 		top = json_object();
 		devices = json_array();

@@ -60,6 +60,11 @@ json_t *cli_capacity_json(const struct cli_capacity *c)
 	json_object_set_new(j, "device_total", json_integer((json_int_t)m->device_total));
 	json_object_set_new(j, "context_bytes", json_integer((json_int_t)m->context_bytes));
 	json_object_set_new(j, "outside_bytes", json_integer((json_int_t)m->outside_bytes));
+	json_object_set_new(j, "library_bytes", json_integer((json_int_t)m->library_bytes));
+	json_object_set_new(j, "driver_reserved_bytes",
+	                    m->driver_reserved_bytes
+	                            ? json_integer((json_int_t)m->driver_reserved_bytes)
+	                            : json_null());
 	json_object_set_new(
 	        j, "reading_at_ns",
 	        reading ? json_integer((json_int_t)(m->anatomy.sample_ts > c->t0

@@ -36,8 +36,10 @@ int cli_capacity_choose(struct mt_reader *r, uint32_t device, const char *limit_
                         bool cuda, struct cli_capacity *c, char *err, size_t errlen);
 
 /* {"bytes", "source": "limit"|"recorded"|"none", "description",
- * "device_total", "context_bytes", "outside_bytes", "reading_at_ns" (since
- * the device's start; null without a reading)}. */
+ * "device_total", "context_bytes", "outside_bytes" (without the driver's
+ * reserve), "library_bytes" (driver allocations that held no request),
+ * "driver_reserved_bytes" (null: not recorded), "reading_at_ns" (since the
+ * device's start; null without a reading)}. */
 json_t *cli_capacity_json(const struct cli_capacity *c);
 
 #endif

@@ -214,8 +214,8 @@ static json_t *oom_json(const struct mt_report *rep, size_t i)
 		return j;
 	json_object_set_new(j, "live_bytes", jint(o->live_bytes));
 	json_object_set_new(j, "reserved_bytes",
-	                    d->layer == MT_LAYER_REQUEST && !d->nseg ? json_null()
-	                                                             : jint(o->reserved));
+	                    d->layer == MT_LAYER_REQUEST && !d->nseg_all ? json_null()
+	                                                                 : jint(o->reserved));
 	json_object_set_new(j, "largest_live", allocs_json(rep, o->largest, o->nlargest, o->f->ts));
 	json_object_set_new(j, "anatomy", anatomy_json(rep, &o->anatomy));
 	json_object_set_new(j, "context", context_json(rep, &o->context));

@@ -337,34 +337,41 @@ static void print_context(const struct mt_report *rep, const struct mt_moment_co
                           const char *indent, const char *heading)
 {
 	const char *name = c->kernel ? mt_reader_string(rep->data.r, c->kernel) : NULL;
-	char a[32], range[256], other[64] = "";
+	char a[32], range[256], where[64], last[80], other[64] = "";
 	bool kernels = c->kernel || c->times != MT_KERNEL_TIMES_GPU;
+	bool launch = c->times == MT_KERNEL_TIMES_LAUNCH;
 
 	if (!kernels && !rep->data.nranges)
 		return;
 	printf("%s%s\n", indent, heading);
-	if (c->kernel && c->elsewhere)
-		snprintf(other, sizeof(other), "; its own stream launched none before");
+	/* where: the kernel's stream; last: where it is the last */
+	if (c->kernel && c->elsewhere) {
+		snprintf(where, sizeof(where), "on another stream (%" PRIu64 ")", c->kernel_stream);
+		snprintf(last, sizeof(last), "in the process, %s", where);
+		snprintf(other, sizeof(other), "; stream %" PRIu64 " %s none before", c->stream,
+		         launch ? "launched" : "ran");
+	} else {
+		snprintf(where, sizeof(where), "on stream %" PRIu64, c->kernel_stream);
+		snprintf(last, sizeof(last), "%s", where);
+	}
 	if (c->times == MT_KERNEL_TIMES_NONE)
 		printf("%s  kernel      not recorded (--kernels none)\n", indent);
 	else if (!c->kernel && kernels)
 		printf("%s  kernel      none %s before it\n", indent,
-		       c->times == MT_KERNEL_TIMES_LAUNCH ? "launched" : "recorded");
+		       launch ? "launched" : "recorded");
 	else if (c->kernel) {
 		size_t n = strlen(name ? name : "");
 		printf("%s  kernel      %.100s%s\n", indent, name ? name : "(unnamed)",
 		       n > 100 ? "..." : "");
-		if (c->times == MT_KERNEL_TIMES_LAUNCH)
-			printf("%s              the last launched on stream %" PRIu64
-			       ", %s before%s (launch times: recorded with --kernels launch)\n",
-			       indent, c->kernel_stream, dur(c->at - c->kernel_ts, a), other);
+		if (launch)
+			printf("%s              the last launched %s, %s before%s (launch times: "
+			       "recorded with --kernels launch)\n",
+			       indent, last, dur(c->at - c->kernel_ts, a), other);
 		else if (c->running)
-			printf("%s              running on the GPU on stream %" PRIu64 "%s\n",
-			       indent, c->kernel_stream, other);
+			printf("%s              running on the GPU %s%s\n", indent, where, other);
 		else
-			printf("%s              the last to run on stream %" PRIu64
-			       ", ended %s before%s\n",
-			       indent, c->kernel_stream, dur(c->at - c->kernel_end, a), other);
+			printf("%s              the last to run %s, ended %s before%s\n", indent,
+			       last, dur(c->at - c->kernel_end, a), other);
 	}
 	if (rep->data.nranges)
 		printf("%s  NVTX range  %s\n", indent,
@@ -396,7 +403,7 @@ static void print_oom(const struct mt_report *rep, size_t i)
 	for (k = 0; k < o->nlargest; k++)
 		printf("%s %s", k ? "," : " (largest", sz(o->largest[k].l->bytes, b));
 	printf("%s; reserved by the allocator %s\n", o->nlargest ? ")" : "",
-	       d->layer == MT_LAYER_REQUEST && !d->nseg ? "unknown" : sz(o->reserved, b));
+	       d->layer == MT_LAYER_REQUEST && !d->nseg_all ? "unknown" : sz(o->reserved, b));
 	print_context(rep, &o->context, "    ", "at that moment:");
 	if (o->anatomy.available) {
 		printf("    anatomy against %s:\n",

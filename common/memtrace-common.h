@@ -29,6 +29,11 @@ int mt_vfail(char *err, size_t errlen, int rc, const char *fmt, va_list ap)
 
 /* ---- sizes -------------------------------------------------------------- */
 
+/* Makes room for element n (0-based) of an array of *cap elements of size
+ * bytes at *p: doubles *cap (from 64) until it exceeds n, reallocating *p.
+ * Returns 0, or -ENOMEM with *p and *cap unchanged. */
+int mt_array_grow(void **p, size_t *cap, size_t n, size_t size);
+
 /* Parses a size: a number (integer, decimal or exponent form: "1e9", "1.5")
  * followed by an optional unit B, K/KB, M/MB, G/GB, T/TB (powers of 1000),
  * KiB, MiB, GiB, TiB (powers of 1024), case-insensitive, optional space.

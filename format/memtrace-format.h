@@ -203,6 +203,10 @@ struct mt_device {
 	const char *driver_version;
 	const char *cuda_version;
 	const char *pci_bus_id; /* as cuDeviceGetPCIBusId writes it; "" = not known */
+	/* device memory the driver keeps for itself (NVML's "reserved"):
+	 * outside total_bytes, inside the samples' used_bytes; 0 = not
+	 * recorded (traces before this column, or no NVML) */
+	uint64_t driver_reserved_bytes;
 };
 
 /* Stable lower-case name of a kind ("alloc", "free", "alloc_failed", ...),

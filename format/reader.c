@@ -158,17 +158,19 @@ static int load_processes(struct mt_reader *r)
 
 static int load_devices(struct mt_reader *r)
 {
+	char sql[256];
 	sqlite3_stmt *st;
-	/* a trace written before the pci_bus_id column: '' */
-	int rc = sqlite3_prepare_v2(r->db,
-	                            fmt_schema_has_column(r->db, "devices", "pci_bus_id")
-	                                    ? "SELECT id, ordinal, total_bytes, name, uuid,"
-	                                      " driver_version, cuda_version, pci_bus_id"
-	                                      " FROM devices ORDER BY id"
-	                                    : "SELECT id, ordinal, total_bytes, name, uuid,"
-	                                      " driver_version, cuda_version, ''"
-	                                      " FROM devices ORDER BY id",
-	                            -1, &st, NULL);
+	int rc;
+
+	/* a trace written before a later column reads its default */
+	snprintf(sql, sizeof(sql),
+	         "SELECT id, ordinal, total_bytes, name, uuid, driver_version, cuda_version,"
+	         " %s, %s FROM devices ORDER BY id",
+	         fmt_schema_has_column(r->db, "devices", "pci_bus_id") ? "pci_bus_id" : "''",
+	         fmt_schema_has_column(r->db, "devices", "driver_reserved_bytes")
+	                 ? "driver_reserved_bytes"
+	                 : "0");
+	rc = sqlite3_prepare_v2(r->db, sql, -1, &st, NULL);
 	while (fmt_step_row(st, &rc)) {
 		struct mt_device *d = realloc(r->devices, (r->n_devices + 1) * sizeof(*d));
 		if (!d) {
@@ -186,6 +188,7 @@ static int load_devices(struct mt_reader *r)
 			.driver_version = dup_column(st, 5),
 			.cuda_version = dup_column(st, 6),
 			.pci_bus_id = dup_column(st, 7),
+			.driver_reserved_bytes = fmt_u64_from_sql(st, 8),
 		};
 		if (!d->name || !d->uuid || !d->driver_version || !d->cuda_version ||
 		    !d->pci_bus_id)

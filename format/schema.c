@@ -23,7 +23,8 @@ static const char schema_sql[] =
         "CREATE TABLE devices (id INTEGER PRIMARY KEY, ordinal INTEGER NOT NULL,"
         " total_bytes INTEGER NOT NULL, name TEXT NOT NULL, uuid TEXT NOT NULL,"
         " driver_version TEXT NOT NULL, cuda_version TEXT NOT NULL,"
-        " pci_bus_id TEXT NOT NULL DEFAULT '');"
+        " pci_bus_id TEXT NOT NULL DEFAULT '',"
+        " driver_reserved_bytes INTEGER NOT NULL DEFAULT 0);"
         "CREATE UNIQUE INDEX devices_uuid ON devices (uuid) WHERE uuid <> '';"
         "CREATE TABLE strings (id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);"
         "CREATE TABLE chunks (id INTEGER PRIMARY KEY, process INTEGER NOT NULL,"
@@ -44,6 +45,7 @@ static const struct {
 } later_columns[] = {
 	{ "processes", "capture", "TEXT NOT NULL DEFAULT ''" },
 	{ "devices", "pci_bus_id", "TEXT NOT NULL DEFAULT ''" },
+	{ "devices", "driver_reserved_bytes", "INTEGER NOT NULL DEFAULT 0" },
 };
 
 static const char *const required_tables[] = { "meta",    "processes", "devices",

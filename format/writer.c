@@ -83,8 +83,8 @@ static const char *const statement_sql[ST_COUNT] = {
 	               " capture) VALUES (?, ?, ?, ?, ?, ?)",
 	[ST_PROCESS_CAPTURE] = "UPDATE processes SET capture = ?2 WHERE id = ?1",
 	[ST_DEVICE_INSERT] = "INSERT OR IGNORE INTO devices (ordinal, total_bytes, name, uuid,"
-	                     " driver_version, cuda_version, pci_bus_id)"
-	                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
+	                     " driver_version, cuda_version, pci_bus_id, driver_reserved_bytes)"
+	                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 	[ST_DEVICE_FIND] = "SELECT id FROM devices WHERE uuid = ? AND uuid <> ''",
 	[ST_STRING_INSERT] = "INSERT OR IGNORE INTO strings (value) VALUES (?)",
 	[ST_STRING_FIND] = "SELECT id FROM strings WHERE value = ?",
@@ -326,6 +326,7 @@ int mt_writer_add_device(struct mt_writer *w, const struct mt_device *d, uint32_
 	bind_text(st, 5, d->driver_version);
 	bind_text(st, 6, d->cuda_version);
 	bind_text(st, 7, d->pci_bus_id);
+	sqlite3_bind_int64(st, 8, fmt_u64_to_sql(d->driver_reserved_bytes));
 	err = step(w, ST_DEVICE_INSERT, "cannot add a device", NULL);
 	if (err < 0)
 		return err;

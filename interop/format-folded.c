@@ -41,7 +41,7 @@ static int sum_site(void *arg, const struct io_live_entry *e)
 		f->stacks[i].bytes += e->bytes;
 		return 0;
 	}
-	if (io_grow((void **)&f->stacks, &f->cap, f->nstacks, sizeof(*f->stacks)) < 0 ||
+	if (mt_array_grow((void **)&f->stacks, &f->cap, f->nstacks, sizeof(*f->stacks)) < 0 ||
 	    io_map_put(&f->sums, e->site, 0, f->nstacks) < 0)
 		return -ENOMEM;
 	f->stacks[f->nstacks++] = (struct stack){ e->site, e->bytes };

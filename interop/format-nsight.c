@@ -328,7 +328,7 @@ static int ranges(struct nsight *n)
 			break;
 		}
 		n->im->res->events++;
-		if (io_grow((void **)&stack, &cap, depth, sizeof(*stack)) < 0) {
+		if (mt_array_grow((void **)&stack, &cap, depth, sizeof(*stack)) < 0) {
 			rc = mt_fail(n->im->err, n->im->errlen, -ENOMEM, "out of memory");
 			break;
 		}

@@ -1,6 +1,6 @@
 /* interop-private.h — what the interop files share: the format table's
  * entry, the sink importers write into, the plain-data value tree that the
- * pickle and JSON readers build, and small helpers (growing arrays, output
+ * pickle and JSON readers build, and small helpers (output
  * buffers, a live-allocation table, a time-ordered queue of pending ends).
  * Messages go through common's mt_fail.
  */
@@ -17,9 +17,6 @@
 #include "memtrace-format.h"
 #include "memtrace-interop.h"
 
-/* Makes room for item n in *p (capacity *cap items of size bytes),
- * doubling; 0 or -ENOMEM. */
-int io_grow(void **p, size_t *cap, size_t n, size_t size);
 
 /* A hash table from a two-word key (an address and what qualifies it) to a
  * word. Zero-initialise; io_map_release frees it. */

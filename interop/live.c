@@ -74,7 +74,7 @@ int io_live_apply(struct io_live *l, const struct mt_event *ev, struct io_live_e
 		if (closed)
 			*closed = l->entries[index];
 		if (count(l, ev->device, a->layer, 0, l->entries[index].bytes) < 0 ||
-		    io_grow((void **)&l->free_slots, &l->free_cap, l->nfree,
+		    mt_array_grow((void **)&l->free_slots, &l->free_cap, l->nfree,
 		            sizeof(*l->free_slots)) < 0)
 			return -ENOMEM;
 		l->free_slots[l->nfree++] = (size_t)index;
@@ -89,7 +89,7 @@ int io_live_apply(struct io_live *l, const struct mt_event *ev, struct io_live_e
 	} else if (l->nfree) {
 		slot = l->free_slots[--l->nfree];
 	} else {
-		if (io_grow((void **)&l->entries, &l->cap, l->nentries, sizeof(*l->entries)) < 0)
+		if (mt_array_grow((void **)&l->entries, &l->cap, l->nentries, sizeof(*l->entries)) < 0)
 			return -ENOMEM;
 		slot = l->nentries++;
 	}

@@ -19,7 +19,7 @@ int io_pending_push(struct io_pending *q, struct io_pending_item item)
 {
 	size_t i;
 
-	if (io_grow((void **)&q->v, &q->cap, q->n, sizeof(*q->v)) < 0)
+	if (mt_array_grow((void **)&q->v, &q->cap, q->n, sizeof(*q->v)) < 0)
 		return -ENOMEM;
 	item.seq = q->seq++;
 	for (i = q->n++; i > 0 && before(&item, &q->v[(i - 1) / 2]); i = (i - 1) / 2)

@@ -113,7 +113,7 @@ static uint64_t le(const uint8_t *b, unsigned n)
 
 static int push(struct machine *m, struct io_value *v)
 {
-	if (!v || io_grow((void **)&m->stack, &m->scap, m->sn, sizeof(*m->stack)) < 0)
+	if (!v || mt_array_grow((void **)&m->stack, &m->scap, m->sn, sizeof(*m->stack)) < 0)
 		return nomem(m);
 	m->stack[m->sn++] = v;
 	return 0;
@@ -253,7 +253,7 @@ static int memo_put(struct machine *m, uint64_t index)
 	if (index > m->memon)
 		return bad(m, "memo index %" PRIu64 " out of order (next is %zu)", index, m->memon);
 	if (index == m->memon) {
-		if (io_grow((void **)&m->memo, &m->memocap, m->memon, sizeof(*m->memo)) < 0)
+		if (mt_array_grow((void **)&m->memo, &m->memocap, m->memon, sizeof(*m->memo)) < 0)
 			return nomem(m);
 		m->memon++;
 	}
@@ -400,7 +400,7 @@ static int step(struct machine *m, struct io_value **root)
 	case OP_MARK:
 		if (m->mn >= MAX_MARKS)
 			return bad(m, "MARK: nesting deeper than %d levels", MAX_MARKS);
-		if (io_grow((void **)&m->marks, &m->mcap, m->mn, sizeof(*m->marks)) < 0)
+		if (mt_array_grow((void **)&m->marks, &m->mcap, m->mn, sizeof(*m->marks)) < 0)
 			return nomem(m);
 		m->marks[m->mn++] = m->sn;
 		return 0;

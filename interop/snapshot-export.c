@@ -236,7 +236,7 @@ static int seg_add(struct sx *s, uint64_t addr, uint64_t bytes)
 {
 	size_t i = seg_index(s, addr);
 
-	if (io_grow((void **)&s->segs, &s->segcap, s->nsegs, sizeof(*s->segs)) < 0)
+	if (mt_array_grow((void **)&s->segs, &s->segcap, s->nsegs, sizeof(*s->segs)) < 0)
 		return -ENOMEM;
 	memmove(s->segs + i + 1, s->segs + i, (s->nsegs - i) * sizeof(*s->segs));
 	s->segs[i] = (struct span){ addr, addr + bytes };
@@ -372,11 +372,11 @@ static int keep_final(void *arg, const struct io_live_entry *e)
 	struct final *f = s->cur;
 
 	if (e->layer == s->blocks_layer) {
-		if (io_grow((void **)&f->blocks, &f->blockcap, f->nblocks, sizeof(*f->blocks)) < 0)
+		if (mt_array_grow((void **)&f->blocks, &f->blockcap, f->nblocks, sizeof(*f->blocks)) < 0)
 			return -ENOMEM;
 		f->blocks[f->nblocks++] = *e;
 	} else if (e->mem_kind != MT_MEM_PINNED_HOST) {
-		if (io_grow((void **)&f->segs, &f->segcap, f->nsegs, sizeof(*f->segs)) < 0)
+		if (mt_array_grow((void **)&f->segs, &f->segcap, f->nsegs, sizeof(*f->segs)) < 0)
 			return -ENOMEM;
 		f->segs[f->nsegs++] = *e;
 	}
@@ -702,12 +702,12 @@ static int walked(void *data, bool is_segment, const struct mt_policy_block *b)
 
 	if (is_segment) {
 		e.layer = MT_LAYER_DRIVER;
-		if (io_grow((void **)&f->segs, &f->segcap, f->nsegs, sizeof(*f->segs)) < 0)
+		if (mt_array_grow((void **)&f->segs, &f->segcap, f->nsegs, sizeof(*f->segs)) < 0)
 			return st->rc = -ENOMEM;
 		f->segs[f->nsegs++] = e;
 	} else if (b->allocated) {
 		e.layer = (uint8_t)st->s->blocks_layer;
-		if (io_grow((void **)&f->blocks, &f->blockcap, f->nblocks, sizeof(*f->blocks)) < 0)
+		if (mt_array_grow((void **)&f->blocks, &f->blockcap, f->nblocks, sizeof(*f->blocks)) < 0)
 			return st->rc = -ENOMEM;
 		f->blocks[f->nblocks++] = e;
 	}

@@ -161,7 +161,7 @@ static int pieces_insert(struct pieces *ps, uint64_t start, uint64_t end)
 
 	if (start >= end)
 		return 0;
-	if (io_grow((void **)&ps->v, &ps->cap, ps->n, sizeof(*ps->v)) < 0)
+	if (mt_array_grow((void **)&ps->v, &ps->cap, ps->n, sizeof(*ps->v)) < 0)
 		return -ENOMEM;
 	memmove(ps->v + i + 1, ps->v + i, (ps->n - i) * sizeof(*ps->v));
 	ps->v[i] = (struct piece){ start, end };
@@ -408,7 +408,7 @@ static int range_event(struct snap *sn, uint64_t start, uint64_t end, const char
 static int live_before(struct snap *sn, uint64_t addr, uint64_t size, uint64_t stream,
                        const struct io_value *frames, uint8_t layer, uint8_t mem_kind)
 {
-	if (io_grow((void **)&sn->before, &sn->before_cap, sn->nbefore, sizeof(*sn->before)) < 0)
+	if (mt_array_grow((void **)&sn->before, &sn->before_cap, sn->nbefore, sizeof(*sn->before)) < 0)
 		return fail(sn, -ENOMEM, "out of memory");
 	sn->before[sn->nbefore++] =
 	        (struct live_before){ addr, size, stream, frames, layer, mem_kind };
@@ -720,7 +720,7 @@ static int annotations(struct snap *sn, const struct io_value *list)
 		    !get_u64(a[i], "time_us", &us) || us > UINT64_MAX / 1000)
 			continue;
 		if (io_is_str(stage, "START")) {
-			if (io_grow((void **)&stack, &cap, depth, sizeof(*stack)) < 0) {
+			if (mt_array_grow((void **)&stack, &cap, depth, sizeof(*stack)) < 0) {
 				rc = fail(sn, -ENOMEM, "out of memory");
 				break;
 			}

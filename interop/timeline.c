@@ -66,8 +66,8 @@ static struct io_track *track(struct tl *t, enum io_track_kind kind, uint32_t pr
 	if (kind != IO_TRACK_PROCESS && kind != IO_TRACK_REPLAY &&
 	    !(parent = track(t, IO_TRACK_PROCESS, process, 0, 0, rc)))
 		return NULL;
-	if (io_grow((void **)&t->tracks, &t->cap, t->ntracks, sizeof(*t->tracks)) < 0 ||
-	    io_grow((void **)&t->value, &t->vcap, t->ntracks, sizeof(*t->value)) < 0) {
+	if (mt_array_grow((void **)&t->tracks, &t->cap, t->ntracks, sizeof(*t->tracks)) < 0 ||
+	    mt_array_grow((void **)&t->value, &t->vcap, t->ntracks, sizeof(*t->value)) < 0) {
 		*rc = -ENOMEM;
 		return NULL;
 	}

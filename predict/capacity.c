@@ -1,7 +1,7 @@
 /* capacity.c — the memory the allocator may take on the card of the
  * largest input: analyze's recorded capacity (the device total less the
- * CUDA context and libraries and the memory outside the process) at the
- * reference's peak of live bytes. */
+ * CUDA context and libraries, the libraries' own driver allocations and the
+ * memory outside the process) at the reference's peak of live bytes. */
 #include "config.h"
 
 #include "memtrace-analyze.h"
@@ -20,6 +20,7 @@ int pr_capacity(struct mt_predictor *p, char *err, size_t errlen)
 	s->capacity_sampled = c.from_reading;
 	s->context_bytes = c.context_bytes;
 	s->outside_bytes = c.outside_bytes;
+	s->library_bytes = c.library_bytes;
 	s->capacity = c.bytes;
 	return 0;
 }

@@ -90,11 +90,13 @@ struct mt_predict_summary {
 	const char *policy; /* the allocator the runs used: "caching", or "expandable" when
 	                       the reference's segments were mapped (expandable segments) */
 	/* the default capacity for the allocator: the reference's device total
-	 * less the CUDA context and libraries and the memory outside the
-	 * process, from its anatomy at the peak (sampled = false: no sample,
-	 * capacity = the device total) */
+	 * less the CUDA context and libraries, the driver allocations that held
+	 * no request and the memory outside the process, from its anatomy at
+	 * the peak (mt_capacity_recorded; sampled = false: no sample, capacity
+	 * = the device total) */
 	uint64_t device_total;
 	uint64_t context_bytes;
+	uint64_t library_bytes;
 	uint64_t outside_bytes;
 	bool capacity_sampled;
 	uint64_t capacity;

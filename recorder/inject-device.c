@@ -23,6 +23,11 @@ typedef struct nvml_device *nvml_device_t;
 struct nvml_memory {
 	unsigned long long total, free, used;
 };
+/* nvmlMemory_v2_t: version = its size | 2 << 24 */
+struct nvml_memory_v2 {
+	unsigned version;
+	unsigned long long total, reserved, free, used;
+};
 struct nvml_process_info {
 	unsigned pid;
 	unsigned long long used_gpu_memory;
@@ -43,6 +48,7 @@ static struct {
 	int (*nvml_init)(void);
 	int (*nvml_by_uuid)(const char *, nvml_device_t *);
 	int (*nvml_memory)(nvml_device_t, struct nvml_memory *);
+	int (*nvml_memory_v2)(nvml_device_t, struct nvml_memory_v2 *);
 	int (*nvml_driver_version)(char *, unsigned);
 	int (*nvml_processes)(nvml_device_t, unsigned *, struct nvml_process_info *);
 	bool nvml_ok;
@@ -82,6 +88,8 @@ static void load(void)
 		        nvml, "nvmlDeviceGetHandleByUUID");
 		lib.nvml_memory = (int (*)(nvml_device_t, struct nvml_memory *))dlsym(
 		        nvml, "nvmlDeviceGetMemoryInfo");
+		lib.nvml_memory_v2 = (int (*)(nvml_device_t, struct nvml_memory_v2 *))dlsym(
+		        nvml, "nvmlDeviceGetMemoryInfo_v2");
 		lib.nvml_driver_version =
 		        (int (*)(char *, unsigned))dlsym(nvml, "nvmlSystemGetDriverVersion");
 		lib.nvml_processes =
@@ -132,6 +140,17 @@ static nvml_device_t nvml_of(unsigned ordinal)
 	return h;
 }
 
+/* The memory the driver keeps for itself on h (inside NVML's used, outside
+ * CUDA's total); 0 when not known. */
+static uint64_t driver_reserved(nvml_device_t h)
+{
+	struct nvml_memory_v2 m = { .version = (unsigned)sizeof(m) | 2u << 24 };
+
+	if (!h || !lib.nvml_memory_v2 || lib.nvml_memory_v2(h, &m) != 0)
+		return 0;
+	return m.reserved;
+}
+
 uint32_t rec_device_row_locked(unsigned ordinal)
 {
 	struct mt_device d = { 0 };
@@ -156,8 +175,7 @@ uint32_t rec_device_row_locked(unsigned ordinal)
 		lib.nvml_driver_version(driver, sizeof(driver));
 	if (!*driver)
 		snprintf(driver, sizeof(driver), "CUDA %s", cuda_version);
-	if (ordinal < REC_MAX_DEVICES)
-		nvml_of(ordinal);
+	d.driver_reserved_bytes = ordinal < REC_MAX_DEVICES ? driver_reserved(nvml_of(ordinal)) : 0;
 	d.ordinal = ordinal;
 	d.total_bytes = total;
 	d.name = name;

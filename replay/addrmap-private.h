@@ -32,6 +32,9 @@ void rp_addrmap_release(struct rp_addrmap *m);
 
 /* Inserts or replaces key (!= 0). Returns 0 or -ENOMEM. */
 int rp_addrmap_put(struct rp_addrmap *m, uint64_t key, uint64_t value);
+/* Inserts key (!= 0) when it is absent, in one probe. Returns 0, -EEXIST
+ * when it is present (its value unchanged) or -ENOMEM. */
+int rp_addrmap_insert(struct rp_addrmap *m, uint64_t key, uint64_t value);
 /* True and *value set (value may be NULL) when key is present. */
 bool rp_addrmap_get(const struct rp_addrmap *m, uint64_t key, uint64_t *value);
 /* Removes key; true and *value set (value may be NULL) when it was present. */

@@ -50,7 +50,8 @@ static int grow(struct rp_addrmap *m)
 	return 0;
 }
 
-int rp_addrmap_put(struct rp_addrmap *m, uint64_t key, uint64_t value)
+/* put (replace) or insert (!replace) */
+static int store(struct rp_addrmap *m, uint64_t key, uint64_t value, bool replace)
 {
 	/* load <= 1/4: chains of one, mostly */
 	if (!m->slots || (m->count + 1) * 4 > m->mask + 1) {
@@ -63,9 +64,21 @@ int rp_addrmap_put(struct rp_addrmap *m, uint64_t key, uint64_t value)
 		i = (i + 1) & m->mask;
 	if (!m->slots[i].key)
 		m->count++;
+	else if (!replace)
+		return -EEXIST;
 	m->slots[i].key = key;
 	m->slots[i].value = value;
 	return 0;
+}
+
+int rp_addrmap_put(struct rp_addrmap *m, uint64_t key, uint64_t value)
+{
+	return store(m, key, value, true);
+}
+
+int rp_addrmap_insert(struct rp_addrmap *m, uint64_t key, uint64_t value)
+{
+	return store(m, key, value, false);
 }
 
 static struct rp_addrmap_slot *lookup(const struct rp_addrmap *m, uint64_t key)

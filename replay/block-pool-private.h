@@ -27,6 +27,7 @@
 #include "addrmap-private.h"
 #include "memtrace-replay.h"
 #include "rbtree-private.h"
+#include "sizebins-private.h"
 
 /* Constants of CUDACachingAllocator.cpp (same names, same values). */
 #define TORCH_MIN_BLOCK_SIZE 512ull         /* kMinBlockSize */
@@ -72,7 +73,7 @@ struct torch_block {
 /* A BlockPool: free blocks ordered by (stream, size, address), unmapped
  * blocks by (stream, address). */
 struct torch_pool {
-	struct rp_rb_tree blocks;
+	struct rp_sizebins blocks;
 	struct rp_rb_tree unmapped;
 	bool is_small;
 	int64_t get_free_blocks_call_count;
@@ -86,8 +87,9 @@ struct torch_segment {
 	struct torch_segment *prev_seg, *next_seg; /* all segments, in creation order */
 	struct torch_block *head;                  /* the block at the lowest address */
 	struct torch_pool *pool;
-	/* where it lies among the segments, for the orders: below every segment
-	 * made before it, as the CUDA driver places them (see rp_torch_cmp_size) */
+	/* where it lies among the segments, for the orders: where the recorded
+	 * run's driver placed it, else below every segment made before it (see
+	 * rp_torch_cmp_size) */
 	uint64_t place;
 	uint64_t stream;
 	uint64_t addr;
@@ -97,6 +99,14 @@ struct torch_segment {
 	uint64_t page;     /* segment_size_: 2 MiB small pool, large_segment large pool */
 	uint64_t *handles; /* handles[i]: physical page mapped at addr + i * page, 0: none */
 	size_t nhandles, handles_cap;
+};
+
+/* A driver allocation of the recorded run (place_segments). */
+struct torch_recorded {
+	uint64_t bytes;
+	uint64_t address;
+	size_t order; /* in the recording */
+	size_t taken; /* first of a size only: how many of that size new segments took */
 };
 
 struct torch_alloc {
@@ -110,7 +120,11 @@ struct torch_alloc {
 	uint64_t reserved;    /* total_allocated_memory */
 	uint64_t requested;
 	uint64_t nsegments;
-	uint64_t segments_made;
+	uint64_t lowest_place; /* the lowest place a segment took; 0: none yet */
+	/* the recording's driver allocations by (bytes, order); NULL: none */
+	struct torch_recorded *recorded;
+	size_t nrecorded;
+	struct rp_addrmap recorded_sizes; /* bytes -> index of the first of that size */
 	uint64_t cache_flushes;
 };
 
@@ -158,15 +172,22 @@ static inline bool rp_torch_is_split(const struct torch_block *b)
 
 /* BlockComparatorSize, (stream, size, address), the order of pool->blocks.
  * PyTorch orders blocks by raw device pointers, so among free blocks of one
- * size it takes the one at the lowest address. Here a block's "address" in
- * an order is (segment place, address), where each new segment is placed
- * below every earlier one, as cudaMalloc placed them on the H100 traces.
- * With the opposite order the replay of BERT (checkpointed) at 120
- * sequences of the validation reserved 19 % more than PyTorch did; with
- * this one it reserves what PyTorch reserved, to the byte, as on every
- * sample trace (tests/policies/test-fidelity.c). The order does not depend
- * on where a backend happens to place segments, so sim and cuda replays
- * choose alike. Inline, as the descents of every allocation use it. */
+ * size it takes the one at the lowest address, and where cudaMalloc placed
+ * each segment decides which. Here a block's "address" in an order is
+ * (segment place, address). A segment's place is the address at which the
+ * recorded run's driver placed it, when the replay was given the
+ * recording's driver allocations (place_segments: the k-th new segment of a
+ * size takes the place of the recording's k-th driver allocation of that
+ * size); else, or once those of its size are used up, it is placed below
+ * every earlier segment. That rule alone matched PyTorch on the sample
+ * traces (the opposite one made the replay of BERT, checkpointed, at 120
+ * sequences of the validation reserve 19 % more than PyTorch did), but the
+ * driver does not follow it: it put 88 of the 136 segments of the GPT-2
+ * snapshot of samples/snapshots above an earlier one, and the replay
+ * reserved 8 MiB more than PyTorch; with the recorded places it reserves
+ * what PyTorch reserved. The order does not depend on where a backend
+ * happens to place segments, so sim and cuda replays choose alike. Inline,
+ * as the descents of every allocation use it. */
 static inline int rp_torch_cmp_size(const struct rp_rb_node *a, const struct rp_rb_node *b)
 {
 	const struct torch_block *x = rp_torch_node_block(a), *y = rp_torch_node_block(b);
@@ -198,13 +219,18 @@ void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *
 /* try_merge_blocks: merges src into dst when src is free and mapped alike;
  * returns the bytes subsumed (0: no merge). */
 uint64_t rp_torch_try_merge(struct torch_block *dst, struct torch_block *src);
-/* A segment record over [addr, addr + bytes) with the next creation number,
- * holding one block of its whole extent (mapped, in no set), appended to
- * t's segments and counted. Returns that block, or NULL (no memory). */
+/* A segment record over [addr, addr + bytes) at its place (see
+ * rp_torch_cmp_size), holding one block of its whole extent (mapped, in no
+ * set), appended to t's segments and counted. Returns that block, or NULL
+ * (no memory). */
 struct torch_block *rp_torch_segment_add(struct torch_alloc *t, struct torch_pool *pool,
                                          uint64_t stream, uint64_t addr, uint64_t bytes);
 /* Removes a segment record from t's segments (uncounts it). */
 void rp_torch_segment_unlink(struct torch_alloc *t, struct torch_segment *s);
+/* place_segments (struct mt_policy_ops): keeps where the recording's driver
+ * placed its allocations, for the places of new segments. */
+int rp_torch_alloc_place_segments(struct mt_policy *p, const struct mt_recorded_segment *segs,
+                                  size_t n);
 
 /* ---- expandable segments (expandable-segment.c) ---- */
 

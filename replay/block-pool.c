@@ -86,23 +86,25 @@ static struct torch_block *get_free_block(struct torch_alloc *t, struct torch_po
 
 	if (gc_enabled(t))
 		pool->get_free_blocks_call_count++;
-	b = rp_torch_block_of(rp_rb_lower_bound(&pool->blocks, &key, rp_torch_key_size));
+	b = rp_torch_block_of(
+	        rp_sizebins_lower_bound(&pool->blocks, stream, size, &key, rp_torch_key_size));
 	if (!b || b->stream != stream)
 		return NULL;
 	if (b->seg->expandable) {
 		/* best fit by the size a block can expand to */
-		struct torch_block *n = rp_torch_block_of(rp_rb_next(&b->node));
+		struct torch_block *n =
+		        rp_torch_block_of(rp_sizebins_next(&pool->blocks, &b->node));
 
 		while (n && n->stream == stream && expandable_size(n) < expandable_size(b)) {
 			b = n;
-			n = rp_torch_block_of(rp_rb_next(&b->node));
+			n = rp_torch_block_of(rp_sizebins_next(&pool->blocks, &b->node));
 		}
 	}
 	if (size < t->opt.max_split_size && b->size >= t->opt.max_split_size)
 		return NULL;
 	if (size >= t->opt.max_split_size && b->size >= size + t->opt.max_non_split_rounding)
 		return NULL;
-	rp_rb_erase(&pool->blocks, &b->node);
+	rp_sizebins_erase(&pool->blocks, &b->node);
 	return b;
 }
 
@@ -115,7 +117,7 @@ static int release_block(struct torch_alloc *t, struct torch_block *b)
 	if (rc < 0)
 		return rc;
 	t->reserved -= b->size;
-	rp_rb_erase(&b->pool->blocks, &b->node);
+	rp_sizebins_erase(&b->pool->blocks, &b->node);
 	rp_torch_segment_unlink(t, s);
 	free(s);
 	rp_torch_block_recycle(b);
@@ -169,7 +171,8 @@ static int garbage_collect(struct torch_alloc *t)
 	if (t->reserved <= threshold)
 		return 0;
 	target = t->reserved - threshold;
-	for (struct rp_rb_node *n = rp_rb_first(&t->large.blocks); n; n = rp_rb_next(n)) {
+	for (struct rp_rb_node *n = rp_sizebins_first(&t->large.blocks); n;
+	     n = rp_sizebins_next(&t->large.blocks, n)) {
 		const struct torch_block *b = rp_torch_node_block(n);
 
 		if (!rp_torch_is_split(b) && !b->seg->expandable) {
@@ -179,14 +182,14 @@ static int garbage_collect(struct torch_alloc *t)
 	}
 	while (reclaimed < target && freed && count > 0) {
 		double age_threshold = (double)total_age / (double)count;
-		struct rp_rb_node *n = rp_rb_first(&t->large.blocks);
+		struct rp_rb_node *n = rp_sizebins_first(&t->large.blocks);
 
 		freed = false;
 		while (n) {
 			struct torch_block *b = rp_torch_block_of(n);
 			int rc;
 
-			n = rp_rb_next(n);
+			n = rp_sizebins_next(&t->large.blocks, n);
 			if (rp_torch_is_split(b) || b->seg->expandable ||
 			    (double)gc_count(b) < age_threshold)
 				continue;
@@ -215,17 +218,17 @@ static int release_available(struct torch_alloc *t, struct torch_pool *pool, uin
 	 * them; its expandable mode relies on release_cached_blocks instead. */
 	if (max_split == UINT64_MAX || t->opt.expandable)
 		return 0;
-	n = rp_rb_lower_bound(&pool->blocks, &key, rp_torch_key_size);
+	n = rp_sizebins_lower_bound(&pool->blocks, stream, key.size, &key, rp_torch_key_size);
 	if (n && rp_torch_node_block(n)->stream == stream) {
 		int rc = release_block(t, rp_torch_block_of(n));
 
 		return rc < 0 ? rc : 1;
 	}
 	/* no single block is large enough: free oversize blocks, largest first */
-	n = n ? rp_rb_prev(n) : rp_rb_last(&pool->blocks);
+	n = n ? rp_sizebins_prev(&pool->blocks, n) : rp_sizebins_last(&pool->blocks);
 	while (n && released < key.size && rp_torch_node_block(n)->size >= max_split &&
 	       rp_torch_node_block(n)->stream == stream) {
-		struct rp_rb_node *prev = rp_rb_prev(n);
+		struct rp_rb_node *prev = rp_sizebins_prev(&pool->blocks, n);
 		int rc;
 
 		released += rp_torch_node_block(n)->size;
@@ -243,13 +246,13 @@ static int release_blocks(struct torch_alloc *t, struct torch_pool *pool)
 {
 	struct torch_block **to_unmap = NULL;
 	size_t n_unmap = 0, cap = 0;
-	struct rp_rb_node *n = rp_rb_first(&pool->blocks);
+	struct rp_rb_node *n = rp_sizebins_first(&pool->blocks);
 	int rc = 0;
 
 	while (n) {
 		struct torch_block *b = rp_torch_block_of(n);
 
-		n = rp_rb_next(n);
+		n = rp_sizebins_next(&pool->blocks, n);
 		if (b->seg->expandable) {
 			if (n_unmap == cap) {
 				struct torch_block **v;
@@ -443,20 +446,16 @@ int rp_torch_alloc_walk(struct mt_policy *p, mt_policy_walk_fn fn, void *data)
 	return 0;
 }
 
-/* Largest free block of a pool: the last block of each stream's run. */
+/* Largest free block of a pool: the largest of some stream. */
 static uint64_t pool_largest_free(const struct torch_pool *pool)
 {
-	struct rp_rb_node *n = rp_rb_last(&pool->blocks);
 	uint64_t largest = 0;
 
-	while (n) {
-		const struct torch_block *b = rp_torch_node_block(n);
-		struct torch_block key = { .stream = b->stream };
+	for (unsigned r = 0; r < pool->blocks.n; r++) {
+		struct rp_rb_node *n = rp_sizebins_last_of_rank(&pool->blocks, r);
 
-		if (b->size > largest)
-			largest = b->size;
-		n = rp_rb_lower_bound(&pool->blocks, &key, rp_torch_key_size);
-		n = n ? rp_rb_prev(n) : NULL;
+		if (n && rp_torch_node_block(n)->size > largest)
+			largest = rp_torch_node_block(n)->size;
 	}
 	return largest;
 }
@@ -492,6 +491,8 @@ void rp_torch_alloc_destroy(struct mt_policy *p)
 
 	if (!t)
 		return;
+	free(t->recorded);
+	rp_addrmap_release(&t->recorded_sizes);
 	for (s = t->segs; s; s = next) {
 		struct torch_block *b = s->head, *bn;
 
@@ -516,6 +517,7 @@ void rp_torch_alloc_destroy(struct mt_policy *p)
 			pool->spare = b->next;
 			free(b);
 		}
+		rp_sizebins_release(&pool->blocks);
 	}
 	rp_addrmap_release(&t->active);
 	free(t);

@@ -291,6 +291,9 @@ static int setup(struct run *r)
 		return rc;
 	if ((rc = mt_policy_create(&r->p, opt->policy, r->b, r->err, r->errlen)) < 0)
 		return rc;
+	if (s->nsegments && r->p->ops->place_segments &&
+	    (rc = r->p->ops->place_segments(r->p, s->segments, s->nsegments)) < 0)
+		return rc;
 	if (s->iterations && !(r->iteration_calls = malloc(s->iterations * sizeof(uint64_t))))
 		return -ENOMEM;
 	if (!(r->req = calloc(s->slots ? s->slots : 1, sizeof(*r->req))))
@@ -301,9 +304,10 @@ static int setup(struct run *r)
 		return rc;
 	if (!r->feed && (rc = rp_cursor_open(s, &r->cursor, r->err, r->errlen)) < 0)
 		return rc;
+	r->p->interrupted = opt->interrupted;
 	if ((r->p->ops->flags & MT_POLICY_OFFLINE) &&
 	    (rc = r->p->ops->plan(r->p, r->lifetimes, s->requests)) < 0)
-		return fail(r, rc, 0, "planning failed");
+		return fail(r, rc, 0, rc == -EINTR ? "interrupted" : "planning failed");
 	return 0;
 }
 
@@ -421,7 +425,6 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 				           .opt = &opts[i],
 				           .res = &res[i],
 				           .id = (unsigned)i,
-				           .report = n == 1,
 				           .err = errs + i * errlen,
 				           .errlen = errlen };
 	}
@@ -434,16 +437,19 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 		goto out;
 	}
 	if (rc == 0 && any_offline)
-		rc = rp_request_stream_lifetimes(s, &lifetimes, errs, errlen);
+		rc = rp_request_stream_lifetimes(s, &opts[0], &lifetimes, errs, errlen);
 	if (rc == 0 && s->reader && n)
 		rc = rp_feed_start(&feed, s, (unsigned)n, opts[0].interrupted, errs, errlen);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		runs[i].lifetimes = lifetimes;
 		runs[i].feed = feed;
 	}
-	if (rc == 0 && n == 1)
+	/* an offline policy plans before it replays: on a thread, so that
+	 * progress goes on meanwhile */
+	if (rc == 0 && n == 1 && !any_offline) {
+		runs[0].report = true;
 		run_one(&runs[0]);
-	else if (rc == 0)
+	} else if (rc == 0)
 		rc = run_threads(runs, n, errs, errlen);
 	double stream_seconds = rp_feed_stop(feed);
 	for (size_t i = 0; rc == 0 && i < n; i++) {

@@ -233,7 +233,7 @@ int rp_torch_expandable_allocate(struct torch_alloc *t, struct torch_pool *pool,
 			return rc;
 		c = n;
 	}
-	rp_rb_erase(&pool->blocks, &c->node);
+	rp_sizebins_erase(&pool->blocks, &c->node);
 	*out = c;
 	return 1;
 }
@@ -252,7 +252,7 @@ int rp_torch_expandable_unmap_block(struct torch_alloc *t, struct torch_block *b
 	rc = unmap_pages(t, s, begin, end);
 	if (rc < 0)
 		return rc;
-	rp_rb_erase(&pool->blocks, &b->node);
+	rp_sizebins_erase(&pool->blocks, &b->node);
 	start = s->addr + begin * s->page;
 	bytes = (end - begin) * s->page;
 	before = start - b->addr;

@@ -94,7 +94,17 @@ int mt_backend_mem_create(struct mt_backend *b, uint64_t bytes, uint64_t *handle
 int mt_backend_mem_release(struct mt_backend *b, uint64_t handle);
 /* Maps handle at va (and grants read/write access). */
 int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t handle);
+/* Unmaps the mapping of bytes at va. */
 int mt_backend_unmap(struct mt_backend *b, uint64_t va, uint64_t bytes);
+/* n mt_backend_map calls in one: handles[i] (each of bytes) at va + i bytes,
+ * counted as n map calls; all or nothing (a failed map undoes the ones
+ * before it). */
+int mt_backend_map_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, const uint64_t *handles,
+                         uint64_t n);
+/* n mt_backend_unmap calls in one: the mappings of bytes at va + i bytes,
+ * i < n, counted as n unmap calls; -EINVAL, with nothing unmapped, unless
+ * each is a mapping of bytes. */
+int mt_backend_unmap_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t n);
 
 /* Stream-ordered pool (cudaMallocAsync semantics on the device's default
  * pool with release threshold = capacity). sim approximates the driver's
@@ -141,6 +151,13 @@ struct mt_policy_stats {
 	uint64_t cache_flushes; /* free-cache-and-retry episodes */
 };
 
+/* Where the recorded run's driver placed one of its allocations: a
+ * driver-layer alloc of the trace (see mt_request_stream_load). */
+struct mt_recorded_segment {
+	uint64_t address;
+	uint64_t bytes;
+};
+
 enum mt_policy_flags {
 	MT_POLICY_OFFLINE = 1u << 0,    /* needs plan() with every lifetime first */
 	MT_POLICY_NEEDS_VMM = 1u << 1,  /* uses va_reserve/mem_create/map */
@@ -163,6 +180,14 @@ struct mt_policy_ops {
 	             uint64_t *address);
 	int (*free)(struct mt_policy *p, uint64_t address, uint64_t stream);
 	int (*empty_cache)(struct mt_policy *p);
+	/* NULL, or called once after create, before any request, with the
+	 * driver allocations of the recorded run in recorded order (n > 0; the
+	 * array outlives the policy's use of it), by a policy whose choices
+	 * depend on where the driver places its segments (`caching`: among free
+	 * blocks of one size, PyTorch takes the one at the lowest address).
+	 * Returns 0 or -ENOMEM. */
+	int (*place_segments)(struct mt_policy *p, const struct mt_recorded_segment *segs,
+	                      size_t n);
 	int (*walk)(struct mt_policy *p, mt_policy_walk_fn fn, void *data);
 	void (*stats)(struct mt_policy *p, struct mt_policy_stats *stats);
 	void (*destroy)(struct mt_policy *p);
@@ -174,6 +199,9 @@ struct mt_policy {
 	 * by the policy as they change, so the driver follows them per event
 	 * without asking for stats */
 	uint64_t allocated;
+	/* offline policies: plan() returns -EINTR soon after *interrupted
+	 * becomes non-zero (NULL: never); the driver sets it before plan() */
+	volatile int *interrupted;
 };
 
 /* All policies, NULL-terminated, in a stable order. */
@@ -288,7 +316,10 @@ struct mt_request_stream;
  * applied at its reuse time (ts + reuse_delay), merged into the order; a
  * free without an alloc is skipped; an alloc never freed stays live to the
  * end; an alloc at an address still live ends the earlier request there.
- * Also loads the iteration starts (see calls_per_iteration).
+ * Also loads the iteration starts (see calls_per_iteration) and, when the
+ * stream is the request layer, the device memory allocations of the driver
+ * layer (address and bytes, in recorded order), which every replay hands to
+ * its policy's place_segments.
  *
  * The events are not kept: loading reads them once for the figures below,
  * and every replay reads them again as it goes, so memory is what is live
@@ -325,10 +356,11 @@ int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_opti
  * those of n calls of mt_replay_run. rcs[i] receives replay i's status and
  * errs + i * errlen its message. progress and interrupted of opts[0] serve
  * the whole run: progress is called on the calling thread with the events
- * the slowest replay has done (every ~50 ms); interruption stops every
- * replay. Replays on the cuda backend run one after the other (they would
- * share one GPU's memory). Returns 0 when every replay returned 0, else the
- * first negative rcs[i]. */
+ * the slowest replay has done (every ~50 ms; 0 while the lifetimes that
+ * offline policies need are read and their plans made); interruption stops
+ * every replay, and the reading of the lifetimes. Replays on the cuda backend run one after the
+ * other (they would share one GPU's memory). Returns 0 when every replay returned 0, else the first
+ * negative rcs[i]. */
 int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay_options *opts,
                        size_t n, struct mt_replay_result *res, int *rcs, char *errs, size_t errlen);
 

@@ -3,6 +3,7 @@
  * and splitting and merging neighbours. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,7 +67,7 @@ void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
 void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
 {
 	b->gc_count_base = pool->get_free_blocks_call_count;
-	rp_rb_insert(&pool->blocks, &b->node, rp_torch_cmp_size);
+	rp_sizebins_insert(&pool->blocks, &b->node, b->stream, b->size, rp_torch_cmp_size);
 }
 
 void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b)
@@ -94,9 +95,63 @@ uint64_t rp_torch_try_merge(struct torch_block *dst, struct torch_block *src)
 	}
 	subsumed = src->size;
 	dst->size += subsumed;
-	rp_rb_erase(src->mapped ? &src->pool->blocks : &src->pool->unmapped, &src->node);
+	if (src->mapped)
+		rp_sizebins_erase(&src->pool->blocks, &src->node);
+	else
+		rp_rb_erase(&src->pool->unmapped, &src->node);
 	rp_torch_block_recycle(src);
 	return subsumed;
+}
+
+static int cmp_recorded(const void *a, const void *b)
+{
+	const struct torch_recorded *x = a, *y = b;
+
+	return rp_cmp4(x->bytes, y->bytes, x->order, y->order, 0, 0, 0, 0);
+}
+
+int rp_torch_alloc_place_segments(struct mt_policy *p, const struct mt_recorded_segment *segs,
+                                  size_t n)
+{
+	struct torch_alloc *t = (struct torch_alloc *)p;
+	struct torch_recorded *r = calloc(n, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct torch_recorded){ segs[i].bytes, segs[i].address, i, 0 };
+	qsort(r, n, sizeof(*r), cmp_recorded);
+	free(t->recorded);
+	t->recorded = r;
+	t->nrecorded = n;
+	rp_addrmap_release(&t->recorded_sizes);
+	for (size_t i = 0; i < n; i++)
+		if (r[i].bytes && (i == 0 || r[i - 1].bytes != r[i].bytes) &&
+		    rp_addrmap_put(&t->recorded_sizes, r[i].bytes, i) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* The place of a new segment of `bytes` (see rp_torch_cmp_size): that of
+ * the recording's first driver allocation of that size not yet taken, else
+ * below every place so far. */
+static uint64_t segment_place(struct torch_alloc *t, uint64_t bytes)
+{
+	uint64_t place = t->lowest_place ? t->lowest_place - 1 : UINT64_MAX;
+	uint64_t first;
+
+	if (rp_addrmap_get(&t->recorded_sizes, bytes, &first)) {
+		struct torch_recorded *r = &t->recorded[first];
+		size_t i = first + r->taken;
+
+		if (i < t->nrecorded && t->recorded[i].bytes == bytes && t->recorded[i].address) {
+			r->taken++;
+			place = t->recorded[i].address;
+		}
+	}
+	if (!t->lowest_place || place < t->lowest_place)
+		t->lowest_place = place;
+	return place;
 }
 
 struct torch_block *rp_torch_segment_add(struct torch_alloc *t, struct torch_pool *pool,
@@ -105,9 +160,11 @@ struct torch_block *rp_torch_segment_add(struct torch_alloc *t, struct torch_poo
 	struct torch_segment *s = calloc(1, sizeof(*s));
 	struct torch_block *b;
 
-	if (!s)
+	if (!s || rp_sizebins_prepare(&pool->blocks, stream) < 0) {
+		free(s);
 		return NULL;
-	s->place = UINT64_MAX - t->segments_made++; /* below the earlier ones */
+	}
+	s->place = segment_place(t, bytes);
 	b = rp_torch_block_new(s, pool, stream, addr, bytes);
 	if (!b) {
 		free(s);

@@ -13,129 +13,111 @@
 
 #include "viewer-private.h"
 
-struct weighted {
-	double bs; /* byte-seconds inside the window */
-	size_t idx;
-};
-
-static void swap(struct weighted *a, struct weighted *b)
+/* Whether band a ranks before b: more byte-seconds, then the earlier
+ * allocation. */
+static bool ranks_before(const struct vw_band *a, const struct vw_band *b)
 {
-	struct weighted t = *a;
-	*a = *b;
-	*b = t;
+	return a->bs > b->bs || (a->bs == b->bs && a->index < b->index);
 }
 
-/* Moves the k largest by bs to the front: quickselect with a three-way
- * partition, so equal weights cannot make it quadratic. */
-static void select_largest(struct weighted *w, size_t n, size_t k)
+/* s->band as a heap with the band ranking last on top. */
+static void sift_down(struct vw_stack *s, size_t i)
 {
-	size_t lo = 0, hi = n;
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, last = i;
+		struct vw_band t;
 
-	while (hi - lo > 1) {
-		double pivot = w[lo + (hi - lo) / 2].bs;
-		size_t lt = lo, i = lo, gt = hi;
-
-		while (i < gt) {
-			if (w[i].bs > pivot)
-				swap(&w[lt++], &w[i++]);
-			else if (w[i].bs < pivot)
-				swap(&w[i], &w[--gt]);
-			else
-				i++;
-		}
-		if (k <= lt)
-			hi = lt;
-		else if (k <= gt)
+		if (l < s->nbands && ranks_before(&s->band[last], &s->band[l]))
+			last = l;
+		if (r < s->nbands && ranks_before(&s->band[last], &s->band[r]))
+			last = r;
+		if (last == i)
 			return;
-		else
-			lo = gt;
+		t = s->band[i];
+		s->band[i] = s->band[last];
+		s->band[last] = t;
+		i = last;
 	}
 }
 
-struct keyed {
-	uint64_t start;
-	size_t idx;
-};
-
-static int by_start(const void *a, const void *b)
+static void sift_up(struct vw_stack *s, size_t i)
 {
-	const struct keyed *x = a, *y = b;
+	while (i > 0 && ranks_before(&s->band[(i - 1) / 2], &s->band[i])) {
+		struct vw_band t = s->band[i];
 
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+		s->band[i] = s->band[(i - 1) / 2];
+		s->band[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
 }
 
-/* w: room for n weights (the caller's scratch memory). */
-static int choose_bands(struct vw_stack *s, const struct mt_lifetime *l, size_t n, size_t max_bands,
-                        struct weighted *w)
+int vw_stack_start(struct vw_stack *s, const struct vw_columns *c, size_t max_bands)
 {
-	uint64_t from = s->cols.from, to = s->cols.to;
-	struct keyed *key;
-	size_t i, m = 0;
-
-	for (i = 0; i < n; i++) {
-		uint64_t a = l[i].start > from ? l[i].start : from;
-		uint64_t b = l[i].end < to ? l[i].end : to;
-
-		if (!l[i].bytes || a >= b)
-			continue;
-		w[m].bs = (double)l[i].bytes * (double)(b - a);
-		w[m++].idx = i;
-	}
-	if (m > max_bands && max_bands > 0)
-		select_largest(w, m, max_bands);
-	s->nbands = m < max_bands ? m : max_bands;
-	s->merged = m - s->nbands;
-	s->band = malloc((s->nbands ? s->nbands : 1) * sizeof(*s->band));
-	/* stacking order: allocation order */
-	key = malloc((s->nbands ? s->nbands : 1) * sizeof(*key));
-	if (!s->band || !key) {
-		free(key);
+	memset(s, 0, sizeof(*s));
+	s->cols = *c;
+	s->max_bands = max_bands;
+	s->total = malloc(c->n * sizeof(*s->total));
+	s->instant = malloc(c->n * sizeof(*s->instant));
+	s->band = malloc((max_bands ? max_bands : 1) * sizeof(*s->band));
+	if (!s->total || !s->instant || !s->band) {
+		vw_stack_release(s);
 		return -ENOMEM;
 	}
-	for (i = 0; i < s->nbands; i++) {
-		key[i].idx = w[i].idx;
-		key[i].start = l[w[i].idx].start;
-	}
-	qsort(key, s->nbands, sizeof(*key), by_start);
-	for (i = 0; i < s->nbands; i++)
-		s->band[i] = key[i].idx;
-	free(key);
+	vw_sweep_start(&s->sweep, &s->cols, s->total, s->instant);
 	return 0;
 }
 
-int vw_stack_build(struct vw_stack *s, const struct vw_columns *c, const struct mt_lifetime *l,
-                   size_t n, size_t max_bands)
+void vw_stack_change(struct vw_stack *s, uint64_t ts, int64_t bytes)
 {
-	struct vw_delta *d = NULL;
-	size_t m, x;
+	if (bytes)
+		vw_sweep_add(&s->sweep, (int64_t)(ts - s->cols.from), bytes);
+}
 
-	memset(s, 0, sizeof(*s));
-	s->cols = *c;
-	s->total = malloc(c->n * sizeof(*s->total));
-	s->instant = malloc(c->n * sizeof(*s->instant));
-	if (!s->total || !s->instant || vw_deltas(l, n, c->from, &d, &m) < 0)
-		goto oom;
-	vw_columns_sweep(c, d, m, s->total, s->instant);
+void vw_stack_offer(struct vw_stack *s, uint64_t start, uint64_t end, uint64_t bytes,
+                    uint64_t index)
+{
+	uint64_t from = s->cols.from, to = s->cols.to;
+	uint64_t a = start > from ? start : from, b = end < to ? end : to;
+	struct vw_band band;
+
+	if (!bytes || a >= b)
+		return;
+	band = (struct vw_band){ start, end, bytes, index, (double)bytes * (double)(b - a) };
+	s->merged++;
+	if (s->nbands < s->max_bands) {
+		s->band[s->nbands++] = band;
+		sift_up(s, s->nbands - 1);
+	} else if (s->max_bands && ranks_before(&band, &s->band[0])) {
+		s->band[0] = band;
+		sift_down(s, 0);
+	}
+}
+
+/* Stacking order: allocation order. */
+static int by_start(const void *a, const void *b)
+{
+	const struct vw_band *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+void vw_stack_finish(struct vw_stack *s)
+{
+	const struct vw_columns *c = &s->cols;
+	size_t x;
+
+	vw_sweep_finish(&s->sweep);
 	for (x = 0; x < c->n; x++)
 		if (s->total[x] > s->peak) {
 			s->peak = s->total[x];
 			s->peak_column = x;
 		}
 	s->peak_ts = c->from + (uint64_t)((s->instant[s->peak_column] + 1) / 2);
-	/* the deltas' memory (2n + 1 of them, already paged in) holds the
-	 * n weights */
-	_Static_assert(sizeof(struct weighted) <= sizeof(struct vw_delta),
-	               "weights fit the deltas");
-	if (choose_bands(s, l, n, max_bands, (struct weighted *)d) < 0)
-		goto oom;
-	free(d);
-	return 0;
-oom:
-	free(d);
-	vw_stack_release(s);
-	return -ENOMEM;
+	s->merged -= s->nbands;
+	if (s->nbands)
+		qsort(s->band, s->nbands, sizeof(*s->band), by_start);
 }
 
 void vw_stack_release(struct vw_stack *s)
@@ -162,8 +144,7 @@ static size_t first_at(const struct vw_stack *s, int64_t t2)
 	return lo;
 }
 
-static void band_columns(const struct vw_stack *s, const struct mt_lifetime *l, size_t *x0,
-                         size_t *x1)
+static void band_columns(const struct vw_stack *s, const struct vw_band *l, size_t *x0, size_t *x1)
 {
 	int64_t a = 2 * (int64_t)(l->start - s->cols.from);
 	int64_t b = l->end == UINT64_MAX ? INT64_MAX : 2 * (int64_t)(l->end - s->cols.from);
@@ -236,8 +217,7 @@ static cairo_surface_t *to_image(const float *acc, size_t w, size_t h)
 	return img;
 }
 
-cairo_surface_t *vw_stack_image(const struct vw_stack *s, const struct mt_lifetime *l,
-                                size_t height, double ymax)
+cairo_surface_t *vw_stack_image(const struct vw_stack *s, size_t height, double ymax)
 {
 	size_t w = s->cols.n, b, x, x0, x1;
 	double scale = ymax > 0 ? (double)height / ymax : 0;
@@ -249,9 +229,9 @@ cairo_surface_t *vw_stack_image(const struct vw_stack *s, const struct mt_lifeti
 		goto out;
 	/* the merged band at the bottom: total minus what the bands draw */
 	for (b = 0; b < s->nbands; b++) {
-		band_columns(s, &l[s->band[b]], &x0, &x1);
+		band_columns(s, &s->band[b], &x0, &x1);
 		for (x = x0; x < x1; x++)
-			off[x] += (double)l[s->band[b]].bytes;
+			off[x] += (double)s->band[b].bytes;
 	}
 	for (x = 0; x < w; x++) {
 		double rest = s->total[x] - off[x];
@@ -261,10 +241,10 @@ cairo_surface_t *vw_stack_image(const struct vw_stack *s, const struct mt_lifeti
 		     vw_role_color(VW_ROLE_MERGED));
 	}
 	for (b = 0; b < s->nbands; b++) {
-		double bytes = (double)l[s->band[b]].bytes;
+		double bytes = (double)s->band[b].bytes;
 		struct vw_rgb c = vw_band_color(b);
 
-		band_columns(s, &l[s->band[b]], &x0, &x1);
+		band_columns(s, &s->band[b], &x0, &x1);
 		for (x = x0; x < x1; x++) {
 			span(acc + x * height * 4, height, off[x] * scale, (off[x] + bytes) * scale,
 			     c);

@@ -125,35 +125,75 @@ size_t vw_column_of(const struct vw_columns *c, uint64_t ts)
 	return x < c->n ? x : c->n - 1;
 }
 
+void vw_sweep_start(struct vw_sweep *s, const struct vw_columns *c, double *max, int64_t *instant)
+{
+	*s = (struct vw_sweep){ .c = c, .max = max, .instant = instant };
+}
+
+static int64_t rel_start(const struct vw_columns *c, size_t x)
+{
+	return (int64_t)(vw_column_start(c, x) - c->from);
+}
+
+static void open_column(struct vw_sweep *s)
+{
+	s->best = s->cur;
+	s->inst = 2 * rel_start(s->c, s->x) - 1;
+	s->opened = true;
+}
+
+static void close_column(struct vw_sweep *s)
+{
+	if (!s->opened)
+		open_column(s);
+	s->max[s->x] = (double)s->best;
+	if (s->instant)
+		s->instant[s->x] = s->inst;
+	s->x++;
+	s->opened = false;
+}
+
+/* The moment of the pending changes is over: a new largest value? */
+static void close_moment(struct vw_sweep *s)
+{
+	s->pending = false;
+	if (s->x < s->c->n && s->opened && s->cur > s->best) {
+		s->best = s->cur;
+		s->inst = 2 * s->t;
+	}
+}
+
+void vw_sweep_add(struct vw_sweep *s, int64_t t, int64_t bytes)
+{
+	if (s->pending && t != s->t)
+		close_moment(s);
+	while (s->x < s->c->n && t >= rel_start(s->c, s->x + 1))
+		close_column(s);
+	if (s->x < s->c->n && t >= rel_start(s->c, s->x) && !s->opened)
+		open_column(s);
+	s->cur += bytes;
+	s->t = t;
+	s->pending = true;
+}
+
+void vw_sweep_finish(struct vw_sweep *s)
+{
+	if (s->pending)
+		close_moment(s);
+	while (s->x < s->c->n)
+		close_column(s);
+}
+
 void vw_columns_sweep(const struct vw_columns *c, const struct vw_delta *d, size_t m, double *max,
                       int64_t *instant)
 {
-	int64_t cur = 0;
-	size_t i = 0, x;
+	struct vw_sweep s;
+	size_t i;
 
-	for (x = 0; x < c->n; x++) {
-		int64_t cs = (int64_t)(vw_column_start(c, x) - c->from);
-		int64_t ce = (int64_t)(vw_column_start(c, x + 1) - c->from);
-		int64_t best, inst;
-
-		while (i < m && d[i].t < cs)
-			cur += d[i++].bytes;
-		best = cur;
-		inst = 2 * cs - 1;
-		while (i < m && d[i].t < ce) {
-			int64_t t = d[i].t;
-
-			while (i < m && d[i].t == t)
-				cur += d[i++].bytes;
-			if (cur > best) {
-				best = cur;
-				inst = 2 * t;
-			}
-		}
-		max[x] = (double)best;
-		if (instant)
-			instant[x] = inst;
-	}
+	vw_sweep_start(&s, c, max, instant);
+	for (i = 0; i < m; i++)
+		vw_sweep_add(&s, d[i].t, d[i].bytes);
+	vw_sweep_finish(&s);
 }
 
 int vw_columns_live_max(const struct vw_columns *c, const struct mt_lifetime *l, size_t n,
@@ -190,45 +230,65 @@ void vw_columns_steps(const struct vw_columns *c, const struct vw_point *p, size
 	}
 }
 
+int vw_busy_start(struct vw_busy *b, const struct vw_columns *c, double *out)
+{
+	*b = (struct vw_busy){ .c = c, .out = out };
+	/* whole columns a span covers, as a difference array: O(spans + columns) */
+	b->whole = calloc(c->n + 1, sizeof(*b->whole));
+	memset(out, 0, c->n * sizeof(*out));
+	return b->whole ? 0 : -ENOMEM;
+}
+
+void vw_busy_add(struct vw_busy *b, const struct vw_span *s)
+{
+	const struct vw_columns *c = b->c;
+	uint64_t lo = s->start > c->from ? s->start : c->from;
+	uint64_t hi = s->end < c->to ? s->end : c->to;
+	size_t xa, xb;
+
+	if (lo >= hi)
+		return;
+	xa = vw_column_of(c, lo);
+	xb = vw_column_of(c, hi - 1);
+	if (xa == xb) {
+		b->out[xa] += (double)(hi - lo);
+		return;
+	}
+	b->out[xa] += (double)(vw_column_start(c, xa + 1) - lo);
+	b->out[xb] += (double)(hi - vw_column_start(c, xb));
+	if (xb > xa + 1) {
+		b->whole[xa + 1] += 1;
+		b->whole[xb] -= 1;
+	}
+}
+
+void vw_busy_finish(struct vw_busy *b)
+{
+	const struct vw_columns *c = b->c;
+	double width = (double)(c->to - c->from) / (double)c->n, covering = 0;
+	size_t x;
+
+	for (x = 0; x < c->n; x++) {
+		covering += b->whole[x];
+		b->out[x] += covering * (double)(vw_column_start(c, x + 1) - vw_column_start(c, x));
+		b->out[x] /= width;
+		if (b->out[x] > 1)
+			b->out[x] = 1;
+	}
+	free(b->whole);
+	b->whole = NULL;
+}
+
 void vw_columns_busy(const struct vw_columns *c, const struct vw_span *s, size_t n, double *out)
 {
-	double width = (double)(c->to - c->from) / (double)c->n, covering = 0;
-	/* whole columns a span covers, as a difference array: O(spans + columns) */
-	double *whole = calloc(c->n + 1, sizeof(*whole));
-	size_t i, x;
+	struct vw_busy b;
+	size_t i;
 
-	memset(out, 0, c->n * sizeof(*out));
-	for (i = 0; i < n; i++) {
-		uint64_t a = s[i].start > c->from ? s[i].start : c->from;
-		uint64_t b = s[i].end < c->to ? s[i].end : c->to;
-		size_t xa, xb;
-
-		if (a >= b)
-			continue;
-		xa = vw_column_of(c, a);
-		xb = vw_column_of(c, b - 1);
-		if (xa == xb) {
-			out[xa] += (double)(b - a);
-			continue;
-		}
-		out[xa] += (double)(vw_column_start(c, xa + 1) - a);
-		out[xb] += (double)(b - vw_column_start(c, xb));
-		if (whole && xb > xa + 1) {
-			whole[xa + 1] += 1;
-			whole[xb] -= 1;
-		}
-	}
-	for (x = 0; x < c->n; x++) {
-		if (whole) {
-			covering += whole[x];
-			out[x] += covering *
-			          (double)(vw_column_start(c, x + 1) - vw_column_start(c, x));
-		}
-		out[x] /= width;
-		if (out[x] > 1)
-			out[x] = 1;
-	}
-	free(whole);
+	if (vw_busy_start(&b, c, out) < 0)
+		return;
+	for (i = 0; i < n; i++)
+		vw_busy_add(&b, &s[i]);
+	vw_busy_finish(&b);
 }
 
 double vw_columns_max(const double *v, size_t n)

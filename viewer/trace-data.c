@@ -18,34 +18,17 @@ static int reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
 	return vw_fail(err, errlen, rc, "%s", mt_reader_message(r));
 }
 
-/* Kernels: the one thing the views draw that analyze does not load. */
-static int load_kernels(struct vw_trace *t)
+/* Kernels: the one thing the views draw that analyze does not load; they
+ * stream past in vw_trace_columns, counted here. */
+static int count_kernels(struct vw_trace *t)
 {
-	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_KERNEL), .device = t->device };
-	struct mt_iter *it = NULL;
-	struct mt_event ev;
-	size_t cap = 0;
-	int rc;
+	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
+	struct mt_query q = { .device = t->device };
+	int rc = mt_reader_kind_stats(t->r, &q, st);
 
-	rc = mt_reader_iter(t->r, &q, &it);
-	while (rc >= 0 && (rc = mt_iter_next(it, &ev)) == 1) {
-		if (t->nkernels == cap) {
-			size_t c = cap ? cap * 2 : 256;
-			struct vw_span *k = realloc(t->kernels, c * sizeof(*k));
-			if (!k) {
-				rc = -ENOMEM;
-				break;
-			}
-			t->kernels = k;
-			cap = c;
-		}
-		t->kernels[t->nkernels++] = (struct vw_span){
-			.start = ev.ts,
-			.end = ev.kernel.end > ev.ts ? ev.kernel.end : ev.ts,
-		};
-	}
-	mt_iter_free(it);
-	return rc < 0 ? rc : 0;
+	if (rc == 0)
+		t->nkernels = st[MT_EVENT_KERNEL].events;
+	return rc;
 }
 
 /* Unknown starts (allocated before tracing) at t0; never freed to the end. */
@@ -110,42 +93,30 @@ static int convert_events(struct vw_trace *t, const struct mt_analysis *d, unsig
 	return 0;
 }
 
-int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
-                  char *err, size_t errlen)
+int vw_trace_survey(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
+                    char *err, size_t errlen)
 {
-	struct mt_analysis d;
+	struct mt_analysis *d = &t->d;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->r = r;
-	rc = mt_analysis_load(&d, r, device, what & VW_LOAD_LIBRARY_RANGES, err, errlen);
+	rc = mt_analysis_survey(d, r, device, what & VW_LOAD_LIBRARY_RANGES, err, errlen);
 	if (rc < 0)
 		return rc;
-	t->device = d.device;
-	t->dev = d.dev;
-	t->t0 = d.t0;
-	t->t1 = d.t1;
-	t->layer = d.layer;
-	if (!d.nlive) {
-		mt_analysis_release(&d);
+	t->what = what;
+	t->device = d->device;
+	t->dev = d->dev;
+	t->t0 = d->t0;
+	t->t1 = d->t1;
+	t->layer = d->layer;
+	if (!d->nlive_all) {
+		vw_trace_release(t);
 		return vw_fail(err, errlen, -ENOENT, "device %u holds no allocations", t->device);
 	}
-	/* the rest is copied into the views' types (the OOMs read the
-	 * lifetimes), then the lifetimes change hands */
-	rc = convert_events(t, &d, what);
-	t->req = d.live;
-	t->nreq = d.nlive;
-	d.live = NULL;
-	normalise(t->req, t->nreq, t->t0);
-	if (what & VW_LOAD_SEGMENTS) {
-		t->seg = d.seg;
-		t->nseg = d.nseg;
-		d.seg = NULL;
-		normalise(t->seg, t->nseg, t->t0);
-	}
-	mt_analysis_release(&d);
+	rc = convert_events(t, d, what);
 	if (rc == 0 && what & VW_LOAD_KERNELS)
-		rc = load_kernels(t);
+		rc = count_kernels(t);
 	if (rc < 0) {
 		rc = rc == -ENOMEM ? vw_fail(err, errlen, rc, "out of memory")
 		                   : reader_fail(r, rc, err, errlen);
@@ -154,13 +125,49 @@ int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsi
 	return rc;
 }
 
+/* Lifetimes of d (all, or those live at the n moments) as the views use
+ * them. */
+static int keep(struct vw_trace *t, const uint64_t *moments, size_t n, char *err, size_t errlen)
+{
+	struct mt_analysis *d = &t->d;
+	int rc = mt_analysis_keep(d, moments, n, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	t->req = d->live;
+	t->nreq = d->nlive;
+	normalise(t->req, t->nreq, t->t0);
+	if (t->what & VW_LOAD_SEGMENTS) {
+		t->seg = d->seg;
+		t->nseg = d->nseg;
+		normalise(t->seg, t->nseg, t->t0);
+	}
+	return 0;
+}
+
+int vw_trace_keep_at(struct vw_trace *t, uint64_t at, char *err, size_t errlen)
+{
+	size_t s = mt_analysis_nearest_sample(&t->d, at);
+	uint64_t moments[2] = { at, s != (size_t)-1 ? t->d.samples[s].ts : at };
+
+	return keep(t, moments, 2, err, errlen);
+}
+
+int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
+                  char *err, size_t errlen)
+{
+	int rc = vw_trace_survey(t, r, device, what, err, errlen);
+
+	if (rc == 0 && (rc = keep(t, NULL, 0, err, errlen)) < 0)
+		vw_trace_release(t);
+	return rc;
+}
+
 void vw_trace_release(struct vw_trace *t)
 {
-	free(t->req);
-	free(t->seg);
+	mt_analysis_release(&t->d);
 	free(t->samples);
 	free(t->ranges);
-	free(t->kernels);
 	free(t->fails);
 	memset(t, 0, sizeof(*t));
 }
@@ -177,16 +184,7 @@ uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_by
 int vw_anatomy_at(const struct vw_trace *t, uint64_t at, struct mt_anatomy *a, char *err,
                   size_t errlen)
 {
-	struct mt_sample *s = NULL;
-	size_t ns = 0;
-	int rc = mt_samples_load(t->r, t->device, &s, &ns);
-
-	if (rc < 0)
-		return reader_fail(t->r, rc, err, errlen);
-	rc = mt_anatomy_compute(a, t->req, t->nreq, t->layer, t->seg, t->nseg, s, ns, at, err,
-	                        errlen);
-	free(s);
-	return rc;
+	return mt_analysis_anatomy(&t->d, at, a, err, errlen);
 }
 
 void vw_trace_subtitle(const struct vw_trace *t, const char *trace_name, char *buf, size_t len)

@@ -297,18 +297,20 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	for (i = 0, rc = 0; i < n && rc == 0; i++) {
 		struct vw_trace t;
 		struct anatomy a;
-		uint64_t peak, at;
+		uint64_t at;
 		char when[32], subtitle[512], base[384];
 
-		rc = vw_trace_load(&t, r, ids[i],
-		                   VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES |
-		                           (o->all_ranges ? VW_LOAD_LIBRARY_RANGES : 0),
-		                   err, errlen);
+		rc = vw_trace_survey(&t, r, ids[i],
+		                     VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES |
+		                             (o->all_ranges ? VW_LOAD_LIBRARY_RANGES : 0),
+		                     err, errlen);
 		if (rc < 0)
 			break;
 		memset(&a, 0, sizeof(a));
-		at = o->at_set ? t.t0 + o->at : vw_peak_moment(t.req, t.nreq, &peak);
-		rc = measure(&a, &t, at, err, errlen);
+		at = o->at_set ? t.t0 + o->at : t.d.peak_at;
+		rc = vw_trace_keep_at(&t, at, err, errlen);
+		if (rc == 0)
+			rc = measure(&a, &t, at, err, errlen);
 		if (rc == 0 && i == 0) {
 			vw_trace_subtitle(&t, o->trace_name, base, sizeof(base));
 			mt_duration_format(at - t.t0, when, sizeof(when));

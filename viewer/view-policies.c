@@ -123,10 +123,9 @@ static int draw_lines(const struct vw_canvas *c, struct vw_rect area, const stru
 		}
 	for (i = 0; i < m; i++)
 		vw_columns_steps(&cols, runs[i].reserved, runs[i].npoints, v[i]);
-	if (vw_columns_live_max(&cols, t->req, t->nreq, v[m]) < 0) {
-		rc = vw_fail(err, errlen, -ENOMEM, "out of memory");
+	rc = vw_trace_columns(t, &cols, NULL, v[m], NULL, NULL, err, errlen);
+	if (rc < 0)
 		goto out;
-	}
 	for (i = 0; i <= m; i++)
 		ymax = fmax(ymax, vw_columns_max(v[i], cols.n));
 	vw_axis_bytes(&y, ymax * 1.04, (unsigned)(plot.h / (f * 3.2)) + 1, plot.y + plot.h, plot.y);
@@ -159,7 +158,7 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	bool per_bar;
 	int rc;
 
-	rc = vw_trace_load(&t, r, o->device, 0, err, errlen);
+	rc = vw_trace_survey(&t, r, o->device, 0, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = vw_policy_runs(&t, o->policies, (size_t)c->width, &runs, &n, err, errlen);
@@ -169,7 +168,7 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 		rc = vw_fail(err, errlen, -ENOENT, "no policy to compare");
 		goto out;
 	}
-	vw_peak_moment(t.req, t.nreq, &lower);
+	lower = t.d.peak_bytes;
 	vw_trace_subtitle(&t, o->trace_name, base, sizeof(base));
 	for (i = 1; i < n && !strcmp(runs[i].conditions, runs[0].conditions); i++)
 		;

@@ -246,20 +246,23 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	struct vw_trace t;
 	char **specs = NULL;
 	size_t nspecs = 0, n = 0, i;
-	uint64_t at, peak;
+	uint64_t at;
 	const char *why;
 	int rc;
 
-	rc = vw_trace_load(&t, r, o->device, VW_LOAD_SEGMENTS, err, errlen);
+	rc = vw_trace_survey(&t, r, o->device, VW_LOAD_SEGMENTS, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (o->at_set) {
 		at = t.t0 + o->at;
 		why = "as asked";
 	} else {
-		at = vw_peak_moment(t.req, t.nreq, &peak);
+		at = t.d.peak_at;
 		why = "peak of live bytes";
 	}
+	rc = vw_trace_keep_at(&t, at, err, errlen);
+	if (rc < 0)
+		goto out;
 	if (o->policies && vw_specs_split(o->policies, &specs, &nspecs) < 0) {
 		rc = vw_fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;

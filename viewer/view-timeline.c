@@ -38,6 +38,7 @@ struct timeline {
 	struct line lines[MAX_LINES];
 	size_t nlines;
 	struct vw_phases phases;
+	double *busy;   /* per column, the kernels' share (when there are kernels) */
 	double lanes_y; /* top of the phase strip */
 	double lane_h;
 };
@@ -58,19 +59,28 @@ static struct line *add_line(struct timeline *tl, enum vw_swatch swatch, struct 
 	return l;
 }
 
-/* Reserved memory (recorded segments, policies) and device memory in use. */
+/* Reserved memory (recorded segments, policies) and device memory in use;
+ * the live bytes, the bands, the reserved line and the kernels come from
+ * one pass over the trace. */
 static int gather_lines(struct timeline *tl, const struct mt_render_options *o, char *err,
                         size_t errlen)
 {
-	struct line *l;
+	struct line *l, *reserved = NULL;
 	size_t i;
+	int rc;
 
-	if (tl->t.nseg) {
-		l = add_line(tl, VW_SWATCH_LINE, vw_role_color(VW_ROLE_RESERVED));
-		if (!l || vw_columns_live_max(&tl->cols, tl->t.seg, tl->t.nseg, l->v) < 0)
+	if (tl->t.d.nseg_all) {
+		reserved = l = add_line(tl, VW_SWATCH_LINE, vw_role_color(VW_ROLE_RESERVED));
+		if (!l)
 			return vw_fail(err, errlen, -ENOMEM, "out of memory");
 		snprintf(l->label, sizeof(l->label), "reserved (recorded segments)");
 	}
+	if (tl->t.nkernels && !(tl->busy = malloc(tl->cols.n * sizeof(*tl->busy))))
+		return vw_fail(err, errlen, -ENOMEM, "out of memory");
+	rc = vw_trace_columns(&tl->t, &tl->cols, &tl->stack, NULL, reserved ? reserved->v : NULL,
+	                      tl->busy, err, errlen);
+	if (rc < 0)
+		return rc;
 	if (tl->t.nsamples) {
 		l = add_line(tl, VW_SWATCH_DASH, vw_role_color(VW_ROLE_DEVICE_USED));
 		if (!l)
@@ -81,7 +91,8 @@ static int gather_lines(struct timeline *tl, const struct mt_render_options *o, 
 	if (o->policies) {
 		struct vw_policy_run *runs;
 		size_t n;
-		int rc = vw_policy_runs(&tl->t, o->policies, tl->cols.n, &runs, &n, err, errlen);
+
+		rc = vw_policy_runs(&tl->t, o->policies, tl->cols.n, &runs, &n, err, errlen);
 
 		if (rc < 0)
 			return rc;
@@ -168,16 +179,13 @@ static void draw_phases(struct timeline *tl)
 	tl->lanes_y += h + c->font * 0.3;
 }
 
-static int draw_kernels(struct timeline *tl)
+static void draw_kernels(struct timeline *tl)
 {
 	struct vw_canvas *c = tl->c;
-	double *busy = malloc(tl->cols.n * sizeof(*busy)), y = tl->lanes_y, h = tl->lane_h;
+	double *busy = tl->busy, y = tl->lanes_y, h = tl->lane_h;
 	struct vw_rgb k = vw_role_color(VW_ROLE_KERNEL);
 	size_t x;
 
-	if (!busy)
-		return -ENOMEM;
-	vw_columns_busy(&tl->cols, tl->t.kernels, tl->t.nkernels, busy);
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_MUTED_TEXT));
 	vw_text(c, tl->plot.x - c->font * 0.5, y + h / 2, 0.8, false, VW_RIGHT, VW_MIDDLE,
 	        "kernels");
@@ -191,9 +199,7 @@ static int draw_kernels(struct timeline *tl)
 		cairo_rectangle(c->cr, tl->plot.x + x, y, 1, h);
 		cairo_fill(c->cr);
 	}
-	free(busy);
 	tl->lanes_y += h + c->font * 0.3;
-	return 0;
 }
 
 static void draw_peak(struct timeline *tl)
@@ -307,7 +313,7 @@ static int draw(struct timeline *tl, const struct mt_render_options *o, char *er
 	rc = vw_window(&tl->t, o, tl->plot.w, &tl->cols, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (vw_stack_build(&tl->stack, &tl->cols, tl->t.req, tl->t.nreq, MAX_BANDS) < 0)
+	if (vw_stack_start(&tl->stack, &tl->cols, MAX_BANDS) < 0)
 		return vw_fail(err, errlen, -ENOMEM, "out of memory");
 	rc = gather_lines(tl, o, err, errlen);
 	if (rc < 0)
@@ -326,7 +332,7 @@ static int draw(struct timeline *tl, const struct mt_render_options *o, char *er
 	        (unsigned)(tl->plot.w / (c->font * 7)) + 1, tl->plot.x, tl->plot.x + tl->plot.w);
 
 	vw_draw_grid(c, tl->plot, &tl->y, true);
-	img = vw_stack_image(&tl->stack, tl->t.req, (size_t)tl->plot.h, tl->y.v1);
+	img = vw_stack_image(&tl->stack, (size_t)tl->plot.h, tl->y.v1);
 	if (!img)
 		return vw_fail(err, errlen, -ENOMEM, "out of memory");
 	cairo_save(c->cr);
@@ -345,8 +351,8 @@ static int draw(struct timeline *tl, const struct mt_render_options *o, char *er
 	legend(tl, top, true, &legend_h);
 	if (tl->t.nranges)
 		draw_phases(tl);
-	if (tl->t.nkernels && draw_kernels(tl) < 0)
-		return vw_fail(err, errlen, -ENOMEM, "out of memory");
+	if (tl->t.nkernels)
+		draw_kernels(tl);
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
 	vw_draw_axis_bottom(c, tl->plot, &tl->x, tl->lanes_y, "time since the start of the trace");
 	return 0;
@@ -361,16 +367,17 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 
 	memset(&tl, 0, sizeof(tl));
 	tl.c = c;
-	rc = vw_trace_load(&tl.t, r, o->device,
-	                   VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES | VW_LOAD_KERNELS |
-	                           VW_LOAD_FAILS | (o->all_ranges ? VW_LOAD_LIBRARY_RANGES : 0),
-	                   err, errlen);
+	rc = vw_trace_survey(&tl.t, r, o->device,
+	                     VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES | VW_LOAD_KERNELS |
+	                             VW_LOAD_FAILS | (o->all_ranges ? VW_LOAD_LIBRARY_RANGES : 0),
+	                     err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = draw(&tl, o, err, errlen);
 	for (i = 0; i < tl.nlines; i++)
 		free(tl.lines[i].v);
 	vw_stack_release(&tl.stack);
+	free(tl.busy);
 	vw_trace_release(&tl.t);
 	return rc;
 }

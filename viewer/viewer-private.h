@@ -195,25 +195,44 @@ struct vw_trace {
 	 * may lack its start time) and last event of any kind */
 	uint64_t t0, t1;
 	unsigned layer;          /* the layer of req */
-	struct mt_lifetime *req; /* requests (or driver allocations when none) */
+	struct mt_lifetime *req; /* requests (or driver allocations when none), in d */
 	size_t nreq;
-	struct mt_lifetime *seg; /* driver-layer segments when layer is request */
+	struct mt_lifetime *seg; /* driver-layer segments when layer is request, in d */
 	size_t nseg;
 	struct vw_point *samples;
 	size_t nsamples;
 	struct vw_range *ranges;
 	size_t nranges;
-	struct vw_span *kernels;
-	size_t nkernels;
+	uint64_t nkernels;      /* kernels stream past in vw_trace_columns */
 	struct vw_point *fails; /* one per OOM the program saw: ts, requested bytes */
 	size_t nfails;
+	unsigned what;        /* enum vw_load */
+	struct mt_analysis d; /* analyze's survey (peak, segments in all...) */
 };
 
-/* Loads device (0 = the first with allocations) of r; what: enum vw_load,
- * or'ed (VW_LOAD_LIBRARY_RANGES set when the options ask for all ranges). */
+/* Loads device (0 = the first with allocations) of r with every lifetime
+ * (memory grows with the trace); what: enum vw_load, or'ed
+ * (VW_LOAD_LIBRARY_RANGES set when the options ask for all ranges). */
 int vw_trace_load(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
                   char *err, size_t errlen);
+/* The same without the lifetimes (req, seg empty): what one streamed pass
+ * finds (the peak, t->d), the samples, ranges and OOMs; memory for what is
+ * live at once. */
+int vw_trace_survey(struct vw_trace *t, struct mt_reader *r, uint32_t device, unsigned what,
+                    char *err, size_t errlen);
+/* Then the lifetimes live at `at` (and at the sample nearest to it, where
+ * its anatomy may be measured) and those never freed, into req and seg. */
+int vw_trace_keep_at(struct vw_trace *t, uint64_t at, char *err, size_t errlen);
 void vw_trace_release(struct vw_trace *t);
+/* One streamed pass over a surveyed t, per column of c: the live bytes of
+ * req's layer into stack (started: its changes and allocations) or, when
+ * stack is NULL, their largest into live (when not NULL); the segments'
+ * largest into reserved, and the kernels' busy share into busy (each when
+ * not NULL). 0 or a negative errno with a message. */
+struct vw_columns;
+struct vw_stack;
+int vw_trace_columns(const struct vw_trace *t, const struct vw_columns *c, struct vw_stack *stack,
+                     double *live, double *reserved, double *busy, char *err, size_t errlen);
 /* The moment live bytes of l first reach their peak (mt_peak_moment; the
  * start of the trace when it cannot tell). */
 uint64_t vw_peak_moment(const struct mt_lifetime *l, size_t n, uint64_t *peak_bytes);
@@ -266,6 +285,20 @@ size_t vw_column_of(const struct vw_columns *c, uint64_t ts);
  * moment as 2 * t (or 2 * column start - 1 for "just before the column"). */
 void vw_columns_sweep(const struct vw_columns *c, const struct vw_delta *d, size_t m, double *max,
                       int64_t *instant);
+/* The same as the deltas stream past: start, add each (t nondecreasing),
+ * finish; max and instant (or NULL) have c->n entries. */
+struct vw_sweep {
+	const struct vw_columns *c;
+	double *max;
+	int64_t *instant;
+	size_t x;     /* the column being filled */
+	bool opened;  /* x's first value is set */
+	bool pending; /* changes at t not yet weighed */
+	int64_t t, cur, best, inst;
+};
+void vw_sweep_start(struct vw_sweep *s, const struct vw_columns *c, double *max, int64_t *instant);
+void vw_sweep_add(struct vw_sweep *s, int64_t t, int64_t bytes);
+void vw_sweep_finish(struct vw_sweep *s);
 /* Per column, the most bytes live at once. */
 int vw_columns_live_max(const struct vw_columns *c, const struct mt_lifetime *l, size_t n,
                         double *out);
@@ -276,31 +309,53 @@ void vw_columns_steps(const struct vw_columns *c, const struct vw_point *p, size
 double vw_columns_max(const double *v, size_t n);
 /* Fraction of each column covered by spans (summed, at most 1). */
 void vw_columns_busy(const struct vw_columns *c, const struct vw_span *s, size_t n, double *out);
+/* The same as the spans stream past: start (0 or -ENOMEM), add each,
+ * finish (frees what start took). */
+struct vw_busy {
+	const struct vw_columns *c;
+	double *out;
+	double *whole;
+};
+int vw_busy_start(struct vw_busy *b, const struct vw_columns *c, double *out);
+void vw_busy_add(struct vw_busy *b, const struct vw_span *s);
+void vw_busy_finish(struct vw_busy *b);
 
 /* ---- bands.c: stacked allocation bands ------------------------------------- */
 
 /* Each column shows the allocations live at the moment within it when the
  * most bytes are live (so the top edge is the true envelope), stacked in
  * allocation order above one band that merges every allocation not among
- * the max_bands largest by byte-seconds in the window. */
+ * the max_bands largest by byte-seconds in the window (ties: the earlier
+ * allocation). Built as the allocations stream past: start; the live
+ * bytes' changes in time order (vw_stack_change); every allocation once
+ * its end is known (vw_stack_offer, times normalised as vw_trace's, index
+ * its place in allocation order), in any order; finish. */
+struct vw_band {
+	uint64_t start, end, bytes, index;
+	double bs; /* byte-seconds inside the window */
+};
+
 struct vw_stack {
 	struct vw_columns cols;
-	double *total;    /* live bytes per column at its moment */
-	int64_t *instant; /* the moment, 2 * (ts - from), -1 for "just before" */
-	size_t *band;     /* lifetime indices drawn individually, in stacking order */
-	size_t nbands;
+	double *total;        /* live bytes per column at its moment */
+	int64_t *instant;     /* the moment, 2 * (ts - from), -1 for "just before" */
+	struct vw_band *band; /* drawn individually, in stacking order once finished */
+	size_t nbands, max_bands;
 	size_t merged; /* allocations in the merged band */
 	double peak;   /* the largest total */
 	size_t peak_column;
 	uint64_t peak_ts;
+	struct vw_sweep sweep;
 };
 
-int vw_stack_build(struct vw_stack *s, const struct vw_columns *c, const struct mt_lifetime *l,
-                   size_t n, size_t max_bands);
+int vw_stack_start(struct vw_stack *s, const struct vw_columns *c, size_t max_bands);
+void vw_stack_change(struct vw_stack *s, uint64_t ts, int64_t bytes);
+void vw_stack_offer(struct vw_stack *s, uint64_t start, uint64_t end, uint64_t bytes,
+                    uint64_t index);
+void vw_stack_finish(struct vw_stack *s);
 /* The bands as an ARGB32 image of cols.n x height pixels, ymax bytes at the
  * top edge; NULL on allocation failure. */
-cairo_surface_t *vw_stack_image(const struct vw_stack *s, const struct mt_lifetime *l,
-                                size_t height, double ymax);
+cairo_surface_t *vw_stack_image(const struct vw_stack *s, size_t height, double ymax);
 void vw_stack_release(struct vw_stack *s);
 
 /* ---- policy-runs.c: replays for the views ---------------------------------- */

@@ -11,7 +11,9 @@ unless --trace names one, renders it to HTML, then loads the page --runs
 times in a fresh browser each and prints: file size, the time from
 navigation to interactive (first frame drawn, handlers bound) and its
 parts, the time until every part of the data is in, and the pan/zoom frame
-times (p50, p95, max, frames over 16 ms) once it is; and the CPU time the
+times (p50, p95, max, frames over 16 ms; in all and per scenario: zoom in,
+pan, zoom out) and the mean of each part of a frame once it is; the load
+average before and after; and the CPU time the
 browser's processes used (from /proc: less sensitive to other work on the
 machine than the page's wall-clock timings).
 """
@@ -84,6 +86,8 @@ def main():
         print("load average before: " + " ".join(f.read().split()[:3]))
     loads, benches = [], []
     for run in range(args.runs):
+        with open("/proc/loadavg") as f:
+            print("run %d: load average %s" % (run + 1, " ".join(f.read().split()[:3])))
         with cdp.Browser(timeout=600, nice=args.nice) as b:
             cpu0 = tree_cpu(b.proc.pid)
             page = b.open("file://" + os.path.abspath(html), args.width, args.height)
@@ -101,6 +105,11 @@ def main():
                   "every part in %.0f ms; %d frames: p50 %.1f ms, p95 %.1f ms, max %.1f ms, %d over 16 ms"
                   % (run + 1, t["interactive_ms"], t["script_start_ms"], t["first_buffer_ms"], t["decoded_ms"],
                      t["complete_ms"], r["frames"], r["p50_ms"], r["p95_ms"], r["max_ms"], r["over_16ms"]))
+            for what, sc in r["scenarios"].items():
+                print("       %-8s %3d frames: p50 %.1f ms, p95 %.1f ms, max %.1f ms, %d over 16 ms"
+                      % (what, sc["frames"], sc["p50_ms"], sc["p95_ms"], sc["max_ms"], sc["over_16ms"]))
+            if all(v is not None for v in r["phases_ms"].values()):  # older pages lack them
+                print("       a frame on average: " + ", ".join("%s %.1f ms" % kv for kv in r["phases_ms"].items()))
             print("       browser CPU: %.2f s to load the page, %.1f ms a frame on average"
                   % (r["cpu_load_s"], r["cpu_frames_ms_mean"]))
     with open("/proc/loadavg") as f:

@@ -11,7 +11,8 @@ peaks, from their sidecars); then --max-fit against the OOM search.
 
 DIR defaults to samples/predict. Prints markdown. With --check (the test
 tests/predict/test-samples.sh) it exits 1 unless the predicted peak live is
-within 2% of PyTorch's at every point and --max-fit within 1 of the OOM search.
+within 2% of PyTorch's at every point, the predicted peak reserved (caching, at
+the default capacity, no OOM) within 3%, and --max-fit within 1 of the OOM search.
 """
 import argparse
 import json
@@ -78,6 +79,8 @@ def main():
             oom = " (OOM)" if c["oom_count"] else ""
             if abs(err(pl, tl)) > 2:
                 missed.append("%s N=%d: peak live %+.2f%%" % (name, n, err(pl, tl)))
+            if oom or abs(err(pr, tr)) > 3:
+                missed.append("%s N=%d: peak reserved %+.2f%%%s" % (name, n, err(pr, tr), oom))
             print("| %d | %.3f | %.3f | %+.2f%% | %+.1f%% | %.3f | %.3f%s | %+.2f%% | %+.1f%% |" % (
                 n, tl / 2**30, pl / 2**30, err(pl, tl), err(line(inputs, live_in, n), tl),
                 tr / 2**30, pr / 2**30, oom, err(pr, tr), err(line(inputs, res_in, n), tr)))

@@ -4,10 +4,10 @@
  * ranges, samples and the caching allocator's segments), drawn at
  * 1600x900 as PNG. Prints, as CPU seconds of this thread (one core) with
  * wall time beside them, the best of three runs of:
- *  - load: the device's lifetimes (both layers), samples, ranges, kernels
- *    and failures from the trace (the reader's share);
- *  - stack: per-column moments and the bands chosen (the viewer's
- *    aggregation);
+ *  - load: the survey (one streamed pass over the allocations), samples,
+ *    ranges and failures from the trace;
+ *  - stack: the streamed pass giving per-column moments and the bands
+ *    chosen (reading the allocations again, and aggregating);
  *  - raster: the bands as an image;
  *  - render: mt_render end to end, PNG written (includes load).
  * Asserts nothing: run by hand, pinned to one core:
@@ -92,23 +92,24 @@ int main(int argc, char **argv)
 		cairo_surface_t *img;
 
 		t0 = now();
-		if (vw_trace_load(&t, r, 0,
-		                  VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES |
-		                          VW_LOAD_KERNELS | VW_LOAD_FAILS,
-		                  err, sizeof(err)) < 0) {
+		if (vw_trace_survey(&t, r, 0,
+		                    VW_LOAD_SEGMENTS | VW_LOAD_SAMPLES | VW_LOAD_RANGES |
+		                            VW_LOAD_KERNELS | VW_LOAD_FAILS,
+		                    err, sizeof(err)) < 0) {
 			fprintf(stderr, "bench-render: %s\n", err);
 			return 1;
 		}
 		t1 = now();
 		cols.from = t.t0;
 		cols.to = t.t1 + 1;
-		if (vw_stack_build(&s, &cols, t.req, t.nreq, 3000) < 0)
+		if (vw_stack_start(&s, &cols, 3000) < 0 ||
+		    vw_trace_columns(&t, &cols, &s, NULL, NULL, NULL, err, sizeof(err)) < 0)
 			return 1;
 		t2 = now();
-		img = vw_stack_image(&s, t.req, 700, s.peak * 1.05);
+		img = vw_stack_image(&s, 700, s.peak * 1.05);
 		t3 = now();
 		cairo_surface_destroy(img);
-		nreq = t.nreq, nseg = t.nseg, nkernels = t.nkernels;
+		nreq = t.d.nlive_all, nseg = t.d.nseg_all, nkernels = t.nkernels;
 		bands = s.nbands, merged = s.merged;
 		vw_stack_release(&s);
 		vw_trace_release(&t);

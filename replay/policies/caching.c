@@ -15,8 +15,9 @@
  * - two pools: requests of at most 1 MiB (after rounding) in the small pool,
  *   the rest in the large pool; each pool keeps its free blocks of every
  *   stream in one set ordered by (stream, size, address) — the address taken
- *   as (segment place, address), each new segment placed below the earlier
- *   ones as cudaMalloc places them, see rp_torch_cmp_size.
+ *   as (segment place, address): where the recorded run's cudaMalloc placed
+ *   the segment (place_segments: the trace's driver allocations), else below
+ *   the earlier segments, see rp_torch_cmp_size.
  * - segment size (get_allocation_size): 2 MiB for small requests, 20 MiB for
  *   requests under 10 MiB, otherwise the request rounded up to 2 MiB; one
  *   mt_backend_alloc (cudaMalloc) per segment.
@@ -75,6 +76,7 @@ const struct mt_policy_ops rp_policy_caching = {
 	.alloc = rp_torch_alloc_alloc,
 	.free = rp_torch_alloc_free,
 	.empty_cache = rp_torch_alloc_empty_cache,
+	.place_segments = rp_torch_alloc_place_segments,
 	.walk = rp_torch_alloc_walk,
 	.stats = rp_torch_alloc_stats,
 	.destroy = rp_torch_alloc_destroy,

@@ -14,7 +14,8 @@
  * Speed: placed requests are indexed by a max-end segment tree over the
  * requests sorted by start, so finding those that overlap a request in time
  * costs O(log n) per overlapping one rather than a scan of every placed
- * request; 1 M requests plan in seconds (bench/replay).
+ * request; 1 M requests plan in seconds (bench/replay). Planning stops
+ * with -EINTR soon after the driver's interrupt flag is set.
  */
 #include "config.h"
 
@@ -249,6 +250,10 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	qsort(order, n, sizeof(*order), by_keys);
 	for (size_t i = 0; i < n; i++) {
 		size_t q = order[i].index;
+		if (!(i & 1023) && p->base.interrupted && *p->base.interrupted) {
+			rc = -EINTR; /* polled like the replay loop polls it */
+			goto out;
+		}
 		place(&pl, q, &p->offset[q]);
 		mark_placed(&pl, q);
 		if (p->offset[q] + p->size[q] > p->arena_bytes)

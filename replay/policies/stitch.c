@@ -49,25 +49,29 @@
 #include "block-pool-private.h"
 #include "policy-private.h"
 #include "rbtree-private.h"
+#include "sizebins-private.h"
 
 extern const struct mt_policy_ops rp_policy_stitch;
 
-/* A VA reservation; blocks split from one block share it. */
+/* A VA reservation; blocks split from one block share it, and its array of
+ * the handles mapped at va, va + page, ... (a block's pages are a part of
+ * it, so splitting a block copies none). */
 struct vres {
 	uint64_t va, bytes;
 	uint64_t seq;  /* creation number */
 	unsigned refs; /* blocks inside it */
+	uint64_t *pages;
 };
 
 struct vblock {
-	struct rp_rb_node node; /* in the free tree while free */
+	struct rp_rb_node node; /* in the free bins while free */
 	uint64_t stream;
 	uint64_t npages;                    /* pages mapped at va, va + page, ... */
 	uint64_t seq;                       /* its reservation's creation number */
 	uint64_t va;                        /* its first page */
 	struct vblock *prev_all, *next_all; /* every block */
 	struct vres *res;                   /* the reservation it lies in */
-	uint64_t *pages;                    /* their handles */
+	uint64_t *pages;                    /* their handles: in res->pages */
 	uint64_t requested;
 	bool allocated;
 };
@@ -81,11 +85,12 @@ struct stitch {
 	struct mt_backend *b;
 	struct mt_policy *small; /* `caching`, for requests <= 1 MiB */
 	uint64_t page;
-	struct rp_rb_tree free_tree;  /* (stream, npages, seq, va) */
+	struct rp_sizebins free_bins; /* (stream, npages, seq, va) */
 	struct rp_addrmap live;       /* va -> struct vblock * */
 	struct stream_pages *streams; /* free pages per stream (streams are few) */
 	size_t nstreams;
 	struct vblock *all;
+	struct vblock *spare; /* dropped records, linked by next_all, to reuse */
 	uint64_t nblocks, pages_held, next_seq;
 	uint64_t large_allocated, requested, cache_flushes; /* large requests */
 };
@@ -125,6 +130,8 @@ static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
 	for (size_t i = 0; i < p->nstreams; i++)
 		if (p->streams[i].stream == stream)
 			return &p->streams[i];
+	if (rp_sizebins_prepare(&p->free_bins, stream) < 0)
+		return NULL;
 	v = realloc(p->streams, (p->nstreams + 1) * sizeof(*v));
 	if (!v)
 		return NULL;
@@ -133,17 +140,18 @@ static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
 	return &v[p->nstreams++];
 }
 
-/* The free tree, with the free pages of each stream kept alongside (the
- * stream's slot exists: alloc_large made it before any block of the stream). */
+/* The free bins, with the free pages of each stream kept alongside (the
+ * stream's slot and bins exist: alloc_large made them before any block of
+ * the stream). */
 static void free_insert(struct stitch *p, struct vblock *v)
 {
-	rp_rb_insert(&p->free_tree, &v->node, cmp_free);
+	rp_sizebins_insert(&p->free_bins, &v->node, v->stream, v->npages, cmp_free);
 	stream_slot(p, v->stream)->pages += v->npages;
 }
 
 static void free_erase(struct stitch *p, struct vblock *v)
 {
-	rp_rb_erase(&p->free_tree, &v->node);
+	rp_sizebins_erase(&p->free_bins, &v->node);
 	stream_slot(p, v->stream)->pages -= v->npages;
 }
 
@@ -151,14 +159,14 @@ static void free_erase(struct stitch *p, struct vblock *v)
  * releases them). */
 static int unmap_tail(struct stitch *p, struct vblock *v, uint64_t from)
 {
-	while (v->npages > from) {
-		int rc = mt_backend_unmap(p->b, v->va + (v->npages - 1) * p->page, p->page);
+	int rc = 0;
 
-		if (rc < 0)
-			return rc;
-		v->npages--;
-	}
-	return 0;
+	if (v->npages > from)
+		rc = mt_backend_unmap_pages(p->b, v->va + from * p->page, p->page,
+		                            v->npages - from);
+	if (rc == 0)
+		v->npages = from;
+	return rc;
 }
 
 /* Drops a reference to a reservation, freeing it with the last. */
@@ -168,29 +176,41 @@ static int res_put(struct stitch *p, struct vres *r)
 
 	if (--r->refs == 0) {
 		rc = mt_backend_va_free(p->b, r->va, r->bytes);
+		free(r->pages);
 		free(r);
 	}
 	return rc;
 }
 
-/* A block record for npages already mapped at va inside reservation r. */
-static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t stream,
-                        const uint64_t *handles, uint64_t npages, struct vblock **out)
+static void free_records(struct vblock *v)
 {
-	struct vblock *v = calloc(1, sizeof(*v));
+	while (v) {
+		struct vblock *next = v->next_all;
 
-	if (!v || !(v->pages = malloc(npages * sizeof(*v->pages)))) {
 		free(v);
-		return -ENOMEM;
+		v = next;
 	}
-	memcpy(v->pages, handles, npages * sizeof(*v->pages));
-	v->res = r;
-	v->seq = r->seq;
+}
+
+/* A block record for npages already mapped at va inside reservation r
+ * (whose handles they are). */
+static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t stream,
+                        uint64_t npages, struct vblock **out)
+{
+	struct vblock *v = p->spare;
+
+	if (v)
+		p->spare = v->next_all;
+	else if (!(v = rp_rb_record_new(sizeof(*v)))) /* a descent step reads one line */
+		return -ENOMEM;
+	*v = (struct vblock){ .res = r,
+		              .pages = r->pages + (va - r->va) / p->page,
+		              .seq = r->seq,
+		              .va = va,
+		              .npages = npages,
+		              .stream = stream,
+		              .next_all = p->all };
 	r->refs++;
-	v->va = va;
-	v->npages = npages;
-	v->stream = stream;
-	v->next_all = p->all;
 	if (p->all)
 		p->all->prev_all = v;
 	p->all = v;
@@ -199,41 +219,39 @@ static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t 
 	return 0;
 }
 
-/* A new block of npages on a fresh reservation, mapping handles (which
- * the block takes over on success). */
-static int block_new(struct stitch *p, uint64_t stream, const uint64_t *handles, uint64_t npages,
+/* A new block of npages on a fresh reservation, mapping handles (an array
+ * from malloc, which the reservation takes over, or frees on failure). */
+static int block_new(struct stitch *p, uint64_t stream, uint64_t *handles, uint64_t npages,
                      struct vblock **out)
 {
 	struct vres *r = calloc(1, sizeof(*r));
-	uint64_t mapped = 0;
 	int rc;
 
-	if (!r)
+	if (!r) {
+		free(handles);
 		return -ENOMEM;
+	}
+	r->pages = handles;
 	r->bytes = npages * p->page;
 	r->seq = p->next_seq++;
 	rc = mt_backend_va_reserve(p->b, r->bytes, &r->va);
 	if (rc < 0) {
+		free(handles);
 		free(r);
 		return rc;
 	}
-	for (; mapped < npages; mapped++) {
-		rc = mt_backend_map(p->b, r->va + mapped * p->page, p->page, handles[mapped]);
-		if (rc < 0)
-			break;
-	}
-	if (rc == 0)
-		rc = block_record(p, r, r->va, stream, handles, npages, out);
+	rc = mt_backend_map_pages(p->b, r->va, p->page, handles, npages);
+	if (rc == 0 && (rc = block_record(p, r, r->va, stream, npages, out)) < 0)
+		mt_backend_unmap_pages(p->b, r->va, p->page, npages);
 	if (rc < 0) {
-		while (mapped--)
-			mt_backend_unmap(p->b, r->va + mapped * p->page, p->page);
 		mt_backend_va_free(p->b, r->va, r->bytes);
+		free(handles);
 		free(r);
 	}
 	return rc;
 }
 
-/* Unmaps v (in no tree) and frees its record, and its reservation with the
+/* Unmaps v (in no bin) and frees its record, and its reservation with the
  * last block in it; its pages are not released (they moved to another
  * block, or were released). */
 static int block_drop(struct stitch *p, struct vblock *v)
@@ -251,8 +269,8 @@ static int block_drop(struct stitch *p, struct vblock *v)
 	if (v->next_all)
 		v->next_all->prev_all = v->prev_all;
 	p->nblocks--;
-	free(v->pages);
-	free(v);
+	v->next_all = p->spare;
+	p->spare = v;
 	return 0;
 }
 
@@ -270,13 +288,12 @@ static int block_release(struct stitch *p, struct vblock *v)
 	return block_drop(p, v);
 }
 
-/* Splits free block v (in no tree) after keep pages: the tail becomes a new
+/* Splits free block v (in no bin) after keep pages: the tail becomes a new
  * free block of the same stream, in place (same reservation, no remapping). */
 static int split(struct stitch *p, struct vblock *v, uint64_t keep)
 {
 	struct vblock *t;
-	int rc = block_record(p, v->res, v->va + keep * p->page, v->stream, v->pages + keep,
-	                      v->npages - keep, &t);
+	int rc = block_record(p, v->res, v->va + keep * p->page, v->stream, v->npages - keep, &t);
 
 	if (rc < 0)
 		return rc;
@@ -310,15 +327,12 @@ static int take(struct stitch *p, struct vblock *v, uint64_t requested, uint64_t
 	return 0;
 }
 
-/* The stream's largest free block (the last of its run in the tree). */
+/* The stream's largest free block (the last of its bins). */
 static struct vblock *largest_free(struct stitch *p, uint64_t stream)
 {
-	struct vblock key = {
-		.stream = stream, .npages = UINT64_MAX, .seq = UINT64_MAX, .va = UINT64_MAX
-	};
-	struct vblock *v = vb(rp_rb_floor(&p->free_tree, &key, key_free));
+	const struct rp_sizebins_stream *g = rp_sizebins_find(&p->free_bins, stream);
 
-	return v && v->stream == stream ? v : NULL;
+	return g ? vb(rp_sizebins_last_of_rank(&p->free_bins, g->rank)) : NULL;
 }
 
 /* Steps 2 and 3: stitches the stream's free blocks, largest first, and
@@ -357,7 +371,7 @@ static int stitch_blocks(struct stitch *p, uint64_t stream, uint64_t need, uint6
 			break;
 	}
 	if (rc == 0)
-		rc = block_new(p, stream, handles, need, out);
+		return block_new(p, stream, handles, need, out);
 	free(handles);
 	return rc; /* pages of a failed stitch are lost to the model: a backend error */
 undo:
@@ -371,13 +385,13 @@ undo:
  * than `stream`, and the small pool's cache. */
 static int release_free(struct stitch *p, bool all, uint64_t stream)
 {
-	struct rp_rb_node *n = rp_rb_first(&p->free_tree);
+	struct rp_rb_node *n = rp_sizebins_first(&p->free_bins);
 
 	while (n) {
 		struct vblock *v = vb(n);
 		int rc;
 
-		n = rp_rb_next(n);
+		n = rp_sizebins_next(&p->free_bins, n);
 		if (!all && v->stream == stream)
 			continue;
 		free_erase(p, v);
@@ -391,7 +405,7 @@ static int release_free(struct stitch *p, bool all, uint64_t stream)
 static int alloc_large(struct stitch *p, uint64_t need, uint64_t stream, struct vblock **out)
 {
 	struct vblock key = { .stream = stream, .npages = need };
-	struct vblock *v = vb(rp_rb_lower_bound(&p->free_tree, &key, key_free));
+	struct vblock *v = vb(rp_sizebins_lower_bound(&p->free_bins, stream, need, &key, key_free));
 	struct stream_pages *sp = stream_slot(p, stream);
 	uint64_t free_pages;
 	int rc;
@@ -479,18 +493,15 @@ static int stitch_walk(struct mt_policy *pol, mt_policy_walk_fn fn, void *data)
 static void stitch_stats(struct mt_policy *pol, struct mt_policy_stats *st)
 {
 	struct stitch *p = (struct stitch *)pol;
-	struct rp_rb_node *n = rp_rb_last(&p->free_tree);
 	uint64_t largest = 0;
 
 	p->small->ops->stats(p->small, st);
-	/* the largest free block: the last of each stream's run */
-	while (n) {
-		struct vblock key = { .stream = node_vb(n)->stream };
+	/* the largest free block: the largest of some stream */
+	for (unsigned r = 0; r < p->free_bins.n; r++) {
+		struct rp_rb_node *n = rp_sizebins_last_of_rank(&p->free_bins, r);
 
-		if (node_vb(n)->npages * p->page > largest)
+		if (n && node_vb(n)->npages * p->page > largest)
 			largest = node_vb(n)->npages * p->page;
-		n = rp_rb_lower_bound(&p->free_tree, &key, key_free);
-		n = n ? rp_rb_prev(n) : NULL;
 	}
 	st->allocated += p->large_allocated;
 	st->requested += p->requested;
@@ -510,9 +521,12 @@ static void stitch_destroy(struct mt_policy *pol)
 	while (p->all)
 		if (block_release(p, p->all) < 0)
 			break;
+	free_records(p->all); /* left by a failed release */
+	free_records(p->spare);
 	if (p->small)
 		p->small->ops->destroy(p->small);
 	rp_addrmap_release(&p->live);
+	rp_sizebins_release(&p->free_bins);
 	free(p->streams);
 	free(p);
 }

@@ -5,8 +5,11 @@ parameter N, run at one N or measured at many.
 A sample script gives preload() (imports its heavy modules) and
 setup(n) returning step(); main() then does one of:
 
-  --size N [--json PATH]  warm-up and timed steps at N (the traces are
-                          recorded this way); the sidecar holds PyTorch's own
+  --size N [--json PATH] [--snapshot PATH]
+                          warm-up and timed steps at N (the traces are
+                          recorded this way; --snapshot also keeps PyTorch's
+                          own memory history of the run, for memtrace
+                          import); the sidecar holds PyTorch's own
                           figures under common.py's names:
                             torch_requested_bytes_peak        memory_stats()['requested_bytes.all.peak']
                             torch_max_memory_allocated        torch.cuda.max_memory_allocated()
@@ -52,6 +55,12 @@ def parse(description, steps, warmup):
                                 epilog=__doc__)
     p.add_argument("--size", type=int, help="the size parameter N of one run")
     p.add_argument("--json", metavar="PATH", help="with --size: write the sidecar here")
+    p.add_argument("--snapshot", metavar="PATH",
+                   help="with --size: PyTorch's memory history from before the model exists, "
+                        "dumped here after the steps (torch.cuda.memory._dump_snapshot)")
+    p.add_argument("--snapshot-stacks", choices=("python", "none"), default="python",
+                   help="call stacks in the snapshot (default %(default)s; none: with gradient "
+                        "checkpointing any stack makes torch 2.11's backward fail)")
     p.add_argument("--steps", type=int, default=steps, help="steps after the warm-up (default %(default)s)")
     p.add_argument("--warmup", type=int, default=warmup, help="steps first (default %(default)s)")
     p.add_argument("--truth", metavar="PATH", help="measure the table and search the largest N")
@@ -66,6 +75,8 @@ def parse(description, steps, warmup):
         p.error("give either --size N or --truth PATH")
     if args.size is not None and args.size < 1:
         p.error("--size must be at least 1")
+    if args.snapshot and args.size is None:
+        p.error("--snapshot needs --size")
     return args
 
 
@@ -234,7 +245,16 @@ def main(description, preload, setup, steps=2, warmup=1):
         return
     if args.size is not None:
         import torch
+        if args.snapshot:
+            # with any stack, gradient checkpointing's recomputation fails
+            # inside autograd (SystemError, torch 2.11): --snapshot-stacks none
+            if args.snapshot_stacks == "none":
+                torch.cuda.memory._record_memory_history(max_entries=10000000, context=None)
+            else:
+                torch.cuda.memory._record_memory_history(max_entries=10000000, stacks="python")
         res = measure(setup, args.size, args.warmup + args.steps)
+        if args.snapshot:
+            torch.cuda.memory._dump_snapshot(args.snapshot)
         res.update(_versions())
         res.update({"script": script, "gpu": torch.cuda.get_device_name(),
                     "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")})

@@ -52,6 +52,13 @@
  *   capacity 1024 - 200 - 24 = 800, the room at every OOM 800 as well; the
  *   lower bound 768 + 128 = 896: no allocator holds it.
  *
+ * CAPACITY (the recorded capacity's two corrections): the device's driver
+ *   keeps 16 MiB beside its 1 GiB; at 1 ms a 32 MiB cudaMalloc in which no
+ *   request ever lies (a library's), at 2 ms a 256 MiB segment and at 2.5
+ *   a 200 MiB request in it (the peak); a reading at 3 ms: 412 used, 388
+ *   the process's (context 388 - 288 = 100; outside 24, of which 16 the
+ *   driver's reserve): capacity 1024 - 100 - 32 - (24 - 16) = 884.
+ *
  * KERNELS_GPU and KERNELS_LAUNCH (what ran at a moment; times in ms after
  *   T0, sizes in MiB, one process; requests and failures on stream 7 unless
  *   said): request R1 100 @A [1, never), R2 50 @B [10, 20) → peak 150 at
@@ -59,14 +66,14 @@
  *   which launched nothing); ranges thread 1: step [0, 40) d0, forward
  *   [5, 15) d1, backward [25, 35) d1.
  *   GPU: kernels on stream 7 k_fwd [8, 9.5), k_long [9.8, 12), k_bwd
- *   [26, 28); on stream 9 k_side [29, 31). At the peak k_long runs (range
- *   forward); at 30 k_bwd is the last on stream 7, ended 2 before
- *   (backward); at 32 stream 3 has none: k_side, the process's latest
- *   start, ended 1 before.
- *   LAUNCH (meta kernels = launch; ts = end = launch time): k_fwd 7,
- *   k_long 9.7, k_bwd 25.5 on stream 7, k_side 29.5 on stream 9. At the
- *   peak k_long, launched 0.3 before; at 30 k_bwd, 4.5 before; at 32
- *   k_side, 2.5 before, elsewhere.
+ *   [26, 28); on stream 9 k_side [29, 31); on stream 11 k_comm [2, 33).
+ *   At the peak k_long runs (range forward); at 30 k_bwd is the last on
+ *   stream 7, ended 2 before (backward); at 32 stream 3 has none: k_comm,
+ *   still running on another stream (k_side started later but ended).
+ *   LAUNCH (meta kernels = launch; ts = end = launch time): k_comm 1.9 on
+ *   stream 11, k_fwd 7, k_long 9.7, k_bwd 25.5 on stream 7, k_side 29.5
+ *   on stream 9. At the peak k_long, launched 0.3 before; at 30 k_bwd, 4.5
+ *   before; at 32 k_side, the latest launched, 2.5 before, elsewhere.
  */
 #include "config.h"
 
@@ -160,14 +167,18 @@ static void sample(struct fixture *f, double ms, uint64_t used, uint64_t process
 	append(f, &ev);
 }
 
-static int open_writer(struct fixture *f, const char *path, const char *capture)
+/* The fixture's trace with one process and a device of 1 GiB whose driver
+ * keeps driver_reserved beside it (0: not recorded). */
+static int open_writer_reserved(struct fixture *f, const char *path, const char *capture,
+                                uint64_t driver_reserved)
 {
 	struct mt_process p = { .pid = 42, .command_line = "train.py", .hostname = "h" };
 	struct mt_device d = { .total_bytes = GiB,
 		               .name = "Test GPU",
 		               .uuid = "GPU-1",
 		               .driver_version = "1",
-		               .cuda_version = "1" };
+		               .cuda_version = "1",
+		               .driver_reserved_bytes = driver_reserved };
 
 	unlink(path);
 	memset(f, 0, sizeof(*f));
@@ -182,6 +193,11 @@ static int open_writer(struct fixture *f, const char *path, const char *capture)
 	if (f->rc == 0)
 		note(f, mt_writer_add_device(f->w, &d, &f->dev));
 	return f->rc;
+}
+
+static int open_writer(struct fixture *f, const char *path, const char *capture)
+{
+	return open_writer_reserved(f, path, capture, 0);
 }
 
 static int close_writer(struct fixture *f)
@@ -418,16 +434,35 @@ static int write_kernels(const char *path, bool launch)
 	range(&f, "forward", 5, 15, 1, 1);
 	range(&f, "backward", 25, 35, 1, 1);
 	if (launch) {
+		kernel(&f, "k_comm", 1.9, 1.9, 11);
 		kernel(&f, "k_fwd", 7, 7, 7);
 		kernel(&f, "k_long", 9.7, 9.7, 7);
 		kernel(&f, "k_bwd", 25.5, 25.5, 7);
 		kernel(&f, "k_side", 29.5, 29.5, 9);
 	} else {
+		kernel(&f, "k_comm", 2, 33, 11);
 		kernel(&f, "k_fwd", 8, 9.5, 7);
 		kernel(&f, "k_long", 9.8, 12, 7);
 		kernel(&f, "k_bwd", 26, 28, 7);
 		kernel(&f, "k_side", 29, 31, 9);
 	}
+	return close_writer(&f);
+}
+
+static int write_capacity(const char *path)
+{
+	const unsigned D = MT_LAYER_DRIVER, R = MT_LAYER_REQUEST;
+	struct fixture f;
+
+	if (open_writer_reserved(&f, path, "requests", 16 * MiB) < 0)
+		return close_writer(&f);
+	mem(&f, MT_EVENT_ALLOC, 1, B, 32, D, 0);
+	mem(&f, MT_EVENT_ALLOC, 2, A, 256, D, 0);
+	mem(&f, MT_EVENT_ALLOC, 2.5, A, 200, R, 0);
+	sample(&f, 3, 412, 388);
+	mem(&f, MT_EVENT_FREE, 4, A, 200, R, 0);
+	mem(&f, MT_EVENT_FREE, 5, A, 256, D, 0);
+	mem(&f, MT_EVENT_FREE, 5, B, 32, D, 0);
 	return close_writer(&f);
 }
 
@@ -450,15 +485,17 @@ int fx_write(enum fx_trace which, const char *path)
 		return write_kernels(path, false);
 	case FX_KERNELS_LAUNCH:
 		return write_kernels(path, true);
+	case FX_CAPACITY:
+		return write_capacity(path);
 	}
 	return -EINVAL;
 }
 
 int fx_from_name(const char *name, enum fx_trace *which)
 {
-	static const char *const names[] = { "main",           "main-replays",  "asis",
-		                             "asis-no-sample", "ooms",          "oom-loop",
-		                             "kernels-gpu",    "kernels-launch" };
+	static const char *const names[] = { "main",           "main-replays", "asis",
+		                             "asis-no-sample", "ooms",         "oom-loop",
+		                             "capacity",       "kernels-gpu",  "kernels-launch" };
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -100,7 +100,7 @@ static void test_sites(void)
 }
 
 static char main_path[64], replays_path[64], asis_path[64], nosample_path[64], ooms_path[64],
-        oom_loop_path[64], kernels_path[2][64];
+        oom_loop_path[64], capacity_path[64], kernels_path[2][64];
 
 static void test_main(void)
 {
@@ -570,8 +570,8 @@ static bool range_is(const struct mt_report *rep, const struct mt_moment_context
 /* What ran at the peak and at each OOM (KERNELS_GPU and KERNELS_LAUNCH,
  * fixtures.c): with GPU times the kernel running then, else the last on
  * the moment's stream; with launch times the last launched on it; on a
- * stream that launched none, the process's latest; and the innermost
- * range open. */
+ * stream that launched none, a kernel on another stream: one running then
+ * (GPU times), else the process's latest; and the innermost range open. */
 static void check_kernels(bool launch)
 {
 	struct mt_reader *r = open_reader(kernels_path[launch]);
@@ -598,9 +598,18 @@ static void check_kernels(bool launch)
 	CHECK(c->kernel_end == T0 + (launch ? 25500000 : 28 * MS));
 	CHECK(range_is(&rep, c, "backward"));
 	c = &rep.ooms[1].context;
-	/* known open: the process's latest start should be k_side on stream 9;
-	 * mt_moment_context returns k_bwd (stream 7) here */
-	CHECK(c->kernel && c->elsewhere && !c->running);
+	/* stream 3 launched nothing: with GPU times the kernel still running
+	 * on another stream, though it started long before; with launch times
+	 * the process's latest launched */
+	CHECK(c->stream == 3 && c->elsewhere && c->running == !launch);
+	if (launch)
+		CHECKF(kernel_is(&rep, c, "k_side") && c->kernel_stream == 9 &&
+		               c->kernel_ts == T0 + 29500000,
+		       "kernel %u stream %" PRIu64, c->kernel, c->kernel_stream);
+	else
+		CHECKF(kernel_is(&rep, c, "k_comm") && c->kernel_stream == 11 &&
+		               c->kernel_ts == T0 + 2 * MS,
+		       "kernel %u stream %" PRIu64, c->kernel, c->kernel_stream);
 	CHECK(range_is(&rep, c, "backward"));
 	mt_report_release(&rep);
 	mt_reader_free(r);
@@ -616,6 +625,35 @@ static void test_kernels_launch(void)
 	check_kernels(true);
 }
 
+/* CAPACITY (fixtures.c): the recorded capacity leaves out the driver's
+ * reserve, which the reading counts and CUDA's total does not, and takes
+ * off the library's allocation that held no request; the anatomy's parts
+ * stay as the reading has them. */
+static void test_capacity(void)
+{
+	struct mt_reader *r = open_reader(capacity_path);
+	struct mt_capacity cap;
+	char err[256], text[512];
+
+	if (!r)
+		return;
+	REQUIRE(mt_capacity_recorded(r, 1, MT_TIME_UNKNOWN, &cap, err, sizeof(err)) == 0);
+	CHECK(cap.from_reading && cap.device_total == GiB && cap.at == T0 + 25 * MS / 10);
+	CHECKF(cap.context_bytes == 100 * MiB && cap.outside_bytes == 8 * MiB &&
+	               cap.driver_reserved_bytes == 16 * MiB && cap.library_bytes == 32 * MiB,
+	       "context %llu outside %llu reserve %llu libraries %llu",
+	       (unsigned long long)cap.context_bytes, (unsigned long long)cap.outside_bytes,
+	       (unsigned long long)cap.driver_reserved_bytes,
+	       (unsigned long long)cap.library_bytes);
+	CHECKF(cap.bytes == 884 * MiB, "capacity %llu", (unsigned long long)cap.bytes);
+	CHECK(cap.anatomy.part[MT_PART_OTHER_PROCESSES] == 24 * (int64_t)MiB);
+	mt_capacity_describe(&cap, T0, text, sizeof(text));
+	CHECKF(strstr(text, "32.0 MiB that libraries allocated beside the allocator") &&
+	               strstr(text, "the driver's own 16.0 MiB left out"),
+	       "%s", text);
+	mt_reader_free(r);
+}
+
 static void test_asis(void)
 {
 	check_asis(asis_path, true);
@@ -624,6 +662,94 @@ static void test_asis(void)
 static void test_asis_without_samples(void)
 {
 	check_asis(nosample_path, false);
+}
+
+static bool same_alloc(const struct mt_report_alloc *a, const struct mt_report_alloc *b)
+{
+	bool same_range = a->range && b->range ? a->range->start == b->range->start &&
+	                                                 a->range->name == b->range->name
+	                                       : a->range == b->range;
+
+	return a->l->alloc_seq == b->l->alloc_seq && a->l->bytes == b->l->bytes &&
+	       a->l->end == b->l->end && same_range;
+}
+
+static bool same_allocs(const struct mt_report_alloc *a, size_t na, const struct mt_report_alloc *b,
+                        size_t nb)
+{
+	size_t i;
+
+	for (i = 0; na == nb && i < na; i++)
+		if (!same_alloc(&a[i], &b[i]))
+			return false;
+	return na == nb;
+}
+
+/* A report that keeps only the lifetimes it lists (memtrace report's)
+ * says what one keeping every lifetime says, at the peak and at a moment
+ * asked. */
+static void check_only_listed(const char *path, bool at_set, uint64_t at)
+{
+	struct mt_reader *r = open_reader(path);
+	struct mt_report_options opt = { .at_set = at_set, .at = at };
+	struct mt_report all, listed;
+	char err[256];
+	size_t i;
+
+	if (!r)
+		return;
+	if (mt_report_build(&all, r, 0, &opt, err, sizeof(err)) == -ERANGE) { /* a short one */
+		mt_reader_free(r);
+		return;
+	}
+	opt.only_listed = true;
+	REQUIRE(mt_report_build(&listed, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECKF(listed.data.nlive <= all.data.nlive, "%s: kept %zu of %zu", path, listed.data.nlive,
+	       all.data.nlive);
+	CHECK(listed.data.nlive_all == all.data.nlive);
+	CHECK(listed.peak_bytes == all.peak_bytes && listed.peak_at == all.peak_at);
+	CHECK(listed.live_at_bytes == all.live_at_bytes &&
+	      listed.live_at_count == all.live_at_count);
+	CHECK(listed.attributed_bytes == all.attributed_bytes);
+	CHECK(listed.never_freed_count == all.never_freed_count &&
+	      listed.never_freed_bytes == all.never_freed_bytes);
+	CHECK(!memcmp(&listed.anatomy, &all.anatomy, sizeof(all.anatomy)));
+	CHECK(same_allocs(listed.tensors, listed.ntensors, all.tensors, all.ntensors));
+	CHECK(same_allocs(listed.top_peak, listed.ntop_peak, all.top_peak, all.ntop_peak));
+	CHECK(same_allocs(listed.never_freed, listed.nnever_freed, all.never_freed,
+	                  all.nnever_freed));
+	CHECK(listed.ngroups == all.ngroups);
+	for (i = 0; i < listed.ngroups && i < all.ngroups; i++)
+		CHECK(!strcmp(listed.groups[i].key, all.groups[i].key) &&
+		      listed.groups[i].bytes == all.groups[i].bytes &&
+		      same_alloc(&listed.groups[i].largest, &all.groups[i].largest));
+	CHECK(listed.nranges == all.nranges &&
+	      !memcmp(listed.ranges, all.ranges, all.nranges * sizeof(*all.ranges)));
+	CHECK(!strcmp(listed.program_dir, all.program_dir));
+	CHECK(listed.nooms == all.nooms);
+	for (i = 0; i < listed.nooms && i < all.nooms; i++) {
+		const struct mt_report_oom *x = &listed.ooms[i], *y = &all.ooms[i];
+
+		CHECK(x->live_bytes == y->live_bytes && x->reserved == y->reserved &&
+		      x->room == y->room && !memcmp(&x->anatomy, &y->anatomy, sizeof(y->anatomy)) &&
+		      same_allocs(x->largest, x->nlargest, y->largest, y->nlargest));
+	}
+	mt_report_release(&listed);
+	mt_report_release(&all);
+	mt_reader_free(r);
+}
+
+static void test_only_listed(void)
+{
+	const char *paths[] = { main_path,     replays_path, asis_path,
+		                nosample_path, ooms_path,    oom_loop_path };
+	size_t i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(*paths); i++) {
+		check_only_listed(paths[i], false, 0);
+		check_only_listed(paths[i], true, 30 * MS);
+		check_only_listed(paths[i], true, 1 * MS);
+	}
 }
 
 int main(void)
@@ -647,6 +773,8 @@ int main(void)
 	snprintf(kernels_path[1], sizeof(kernels_path[1]), "%s/kernels-launch.db", dir);
 	REQUIRE(fx_write(FX_KERNELS_GPU, kernels_path[0]) == 0);
 	REQUIRE(fx_write(FX_KERNELS_LAUNCH, kernels_path[1]) == 0);
+	snprintf(capacity_path, sizeof(capacity_path), "%s/capacity.db", dir);
+	REQUIRE(fx_write(FX_CAPACITY, capacity_path) == 0);
 	TEST(test_sites);
 	TEST(test_peak_ties);
 	TEST(test_site_paths);
@@ -659,8 +787,10 @@ int main(void)
 	TEST(test_oom_loop);
 	TEST(test_kernels_gpu);
 	TEST(test_kernels_launch);
+	TEST(test_capacity);
 	TEST(test_asis);
 	TEST(test_asis_without_samples);
+	TEST(test_only_listed);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	CHECK(system(cmd) == 0);
 	return check_done();

@@ -1,8 +1,9 @@
 /* test-later-columns.c — the columns version 1 gained after its first
- * traces (docs/FORMAT.md, "Compatibility"): processes.capture and
- * devices.pci_bus_id are written, updated and read back in a new trace; a
- * trace written before them (the old schema, made here with SQLite) reads
- * them as "", and a writer that opens it adds them before it writes.
+ * traces (docs/FORMAT.md, "Compatibility"): processes.capture,
+ * devices.pci_bus_id and devices.driver_reserved_bytes are written, updated
+ * and read back in a new trace; a trace written before them (the old
+ * schema, made here with SQLite) reads them as "" and 0, and a writer that
+ * opens it adds them before it writes.
  */
 #include "config.h"
 
@@ -49,7 +50,9 @@ static void test_new_trace(void)
 	struct mt_reader *r = mt_reader_new();
 	struct mt_process p = { .pid = 1, .command_line = "a", .capture = "requests (x)" };
 	struct mt_process q = { .pid = 2, .command_line = "b" };
-	struct mt_device d = { .uuid = "GPU-1", .pci_bus_id = "0000:3b:00.0" };
+	struct mt_device d = { .uuid = "GPU-1",
+		               .pci_bus_id = "0000:3b:00.0",
+		               .driver_reserved_bytes = 503316480 };
 	uint32_t pid_a = 0, pid_b = 0, dev = 0;
 
 	temp_trace(path, sizeof(path), "later-new");
@@ -70,6 +73,7 @@ static void test_new_trace(void)
 	       text_or(mt_reader_process(r, 1)->capture));
 	CHECKF(!strcmp(text_or(mt_reader_device(r, 0)->pci_bus_id), "0000:3b:00.0"), "%s",
 	       text_or(mt_reader_device(r, 0)->pci_bus_id));
+	CHECK(mt_reader_device(r, 0)->driver_reserved_bytes == 503316480);
 	mt_reader_free(r);
 	remove_trace(path);
 }
@@ -93,6 +97,7 @@ static void test_old_trace(void)
 	REQUIRE(mt_reader_process_count(r) == 1 && mt_reader_device_count(r) == 1);
 	CHECK(mt_reader_process(r, 0)->capture && !*mt_reader_process(r, 0)->capture);
 	CHECK(mt_reader_device(r, 0)->pci_bus_id && !*mt_reader_device(r, 0)->pci_bus_id);
+	CHECK(mt_reader_device(r, 0)->driver_reserved_bytes == 0);
 	mt_reader_free(r);
 
 	/* a writer adds the columns, the old row gets '' */

@@ -13,9 +13,7 @@ each with the sidecar of PyTorch's own figures from the same run), imported
   max_memory_reserved() to the byte, for complete histories;
 - a simulated replay of a complete history through the policy of the run's
   allocator (caching, or expandable under expandable_segments:True)
-  reserves within 0.2 % of the sidecar's max_memory_reserved(). A case
-  known to miss is listed in KNOWN with what it measured and why; it runs
-  as a TODO (reported, not failing) until the replay matches.
+  reserves within 0.2 % of the sidecar's max_memory_reserved().
 """
 import csv
 import glob
@@ -28,20 +26,13 @@ import tempfile
 MEMTRACE = os.environ["MEMTRACE"]
 SRC = os.environ["MT_SOURCE_ROOT"]
 
-# name -> why the replay misses (measured 2026-11-24)
-KNOWN = {
-    "gpt2-protocol5": "caching replay +0.238 %: at request 2979 the simulated allocator "
-                      "finds a cached 12 MiB block where the real one had no free gap of "
-                      "12 MiB and took a new segment (block placement differs earlier)",
-}
-
 cases = 0
 
 
-def tap(ok, name, todo=None):
+def tap(ok, name):
     global cases
     cases += 1
-    print(f"{'ok' if ok else 'not ok'} {cases} - {name}" + (f" # TODO {todo}" if todo else ""))
+    print(f"{'ok' if ok else 'not ok'} {cases} - {name}")
     sys.stdout.flush()
     return ok
 
@@ -100,13 +91,9 @@ def main():
                                       "--no-save", "--json"))[0]
             reserved, want = rep["peak_reserved"], side["torch_max_memory_reserved"]
             off = (reserved / want - 1) * 100
-            ok = abs(off) <= 0.2
-            line = (f"{name}: {policy} replay reserves {reserved}, max_memory_reserved {want} "
-                    f"({off:+.3f} %)")
-            if name in KNOWN:
-                tap(ok, line, None if ok else KNOWN[name])
-            else:
-                failed |= not tap(ok, line)
+            failed |= not tap(abs(off) <= 0.2,
+                              f"{name}: {policy} replay reserves {reserved}, max_memory_reserved "
+                              f"{want} ({off:+.3f} %)")
     print(f"1..{cases}")
     return 1 if failed or not snapshots else 0
 

@@ -149,8 +149,9 @@ static void test_small_pool(void)
 	fixture_free(&f);
 }
 
-/* Free blocks of one size order by address (BlockComparatorSize), and
- * cudaMalloc places each new segment below the earlier ones: of two freed
+/* Free blocks of one size order by address (BlockComparatorSize), and with
+ * no recording of where cudaMalloc placed them (tests/replay/test-driver.c
+ * has one) each new segment is placed below the earlier ones: of two freed
  * 30 MiB segments a 30 MiB request takes the newer, and a 12 MiB request
  * (split: 18 MiB > 1 MiB remain) the front of the newer as well. */
 static void test_newest_segment_first(void)

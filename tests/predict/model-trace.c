@@ -242,7 +242,8 @@ int model_trace_write(const char *path, const struct model_params *mp, uint64_t 
 	    (rc = mt_writer_add_device(g.w, &dev, &g.dev)) == 0)
 		rc = intern_all(&g);
 	if (rc == 0 && mp->segment)
-		rc = put(&g, MT_EVENT_ALLOC, 0x7e0000000000ull, mp->segment, 0, MT_LAYER_DRIVER);
+		/* the allocator's segment: the requests' addresses lie in it */
+		rc = put(&g, MT_EVENT_ALLOC, 0x7f0000000000ull, mp->segment, 0, MT_LAYER_DRIVER);
 	for (unsigned l = 0; rc == 0 && l < mp->layers; l++)
 		rc = alloc(&g, SITE_WEIGHT, mp->weight, &weights[l]);
 	if (rc == 0)

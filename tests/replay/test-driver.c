@@ -283,6 +283,53 @@ static void test_iterations(void)
 	}
 }
 
+/* The driver allocations beside a request layer reach the policy
+ * (place_segments): `caching` places its k-th new segment of a size where
+ * the recording's k-th driver allocation of that size lay, and among free
+ * blocks of one size takes the one at the lowest place. A 14 MiB request
+ * takes a segment S2 of its own; a 6 MiB request the front of a 20 MiB
+ * segment S1 (its free rest: 14 MiB); the 14 MiB is freed: two free blocks
+ * of 14 MiB. The next 14 MiB request takes the lower one, then the 6 MiB is
+ * freed and a 20 MiB request comes. S2 lower: S1 becomes one free 20 MiB
+ * block, which the 20 MiB request takes: 34 MiB reserved. S1 lower: S1 keeps
+ * a free 6 MiB block and the 20 MiB request needs a third segment: 54 MiB.
+ * Without driver allocations, or with only ones of other sizes or of
+ * managed memory, each new segment is placed below the earlier ones (S1
+ * lower). */
+static void test_recorded_places(void)
+{
+	const uint64_t s2_at[] = { 0x7f0010000000, 0x7f0030000000, 0x7f0010000000, 0x7f0010000000 };
+	const uint64_t s1_bytes[] = { 20 * MiB, 20 * MiB, 22 * MiB, 20 * MiB };
+	const uint8_t kind[] = { MT_MEM_DEVICE, MT_MEM_DEVICE, MT_MEM_DEVICE, MT_MEM_MANAGED };
+	const uint64_t want[] = { 34 * MiB, 54 * MiB, 54 * MiB, 54 * MiB };
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct mt_event e[] = {
+			A(1, 0x2000, 14 * MiB), A(2, s2_at[i], 14 * MiB),
+			A(3, 0x1000, 6 * MiB),  A(4, 0x7f0020000000, s1_bytes[i]),
+			F(5, 0x2000),           A(6, 0x3000, 14 * MiB),
+			F(7, 0x1000),           A(8, 0x4000, 20 * MiB),
+		};
+		e[1].alloc.layer = e[3].alloc.layer = MT_LAYER_DRIVER;
+		e[1].alloc.mem_kind = e[3].alloc.mem_kind = kind[i];
+		struct mt_request_stream *s = stream(e, 8);
+		struct mt_replay_result r = replay(s, "caching", 0, 0);
+		CHECKF(r.peak_reserved == want[i], "case %zu: %llu MiB", i,
+		       (unsigned long long)(r.peak_reserved / MiB));
+		mt_replay_result_release(&r);
+		mt_request_stream_free(s);
+	}
+	/* the same stream with no driver allocation at all */
+	struct mt_event e[] = { A(1, 0x2000, 14 * MiB), A(3, 0x1000, 6 * MiB),
+		                F(5, 0x2000),           A(6, 0x3000, 14 * MiB),
+		                F(7, 0x1000),           A(8, 0x4000, 20 * MiB) };
+	struct mt_request_stream *s = stream(e, 6);
+	struct mt_replay_result r = replay(s, "caching", 0, 0);
+	CHECK(r.peak_reserved == 54 * MiB);
+	mt_replay_result_release(&r);
+	mt_request_stream_free(s);
+}
+
 int main(void)
 {
 	TEST(test_stream_rules);
@@ -290,5 +337,6 @@ int main(void)
 	TEST(test_min_capacity);
 	TEST(test_interrupt);
 	TEST(test_iterations);
+	TEST(test_recorded_places);
 	return check_done();
 }

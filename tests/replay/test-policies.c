@@ -215,6 +215,14 @@ static void test_planned(void)
 	CHECK(p->ops->alloc(p, 1, 0, 4, &d) == -EINVAL); /* not in the plan */
 	CHECK(reserved() == 6 * MiB);
 	mt_policy_destroy(p);
+	/* interrupted (SIGINT): planning stops and says so */
+	volatile int interrupted = 1;
+	p = make("planned", 64 * MiB);
+	p->interrupted = &interrupted;
+	CHECK(p->ops->plan(p, reqs, 4) == -EINTR);
+	interrupted = 0;
+	CHECK(p->ops->plan(p, reqs, 4) == 0);
+	mt_policy_destroy(p);
 	/* the arena does not fit: every allocation is an OOM */
 	p = make("planned", 4 * MiB);
 	CHECK(p->ops->plan(p, reqs, 4) == 0);

@@ -85,6 +85,7 @@ MT.Data = class {
     this.chunkFirst = Float64Array.from(meta.chunks || []);
     this.chunkReady = new Uint8Array(this.chunkFirst.length);
     this.complete = false;
+    this.version = 0; // counts the parts decoded (frames of older versions are drawn again)
     this.levels = (meta.lod || []).map((lv) => ({ w: lv.w, n: lv.n, ready: false }));
     this.decodeLong();
     this.decodeSeries();
@@ -106,10 +107,12 @@ MT.Data = class {
           await new Promise((resolve) => setTimeout(resolve, 0)); // events between levels
         }
       } else this.addChunk(parseInt(p.name.slice(1), 10), buf, p.sections);
+      this.version++;
       onPart();
     }
     this.buildClasses(this.n, null);
     this.complete = true;
+    this.version++;
   }
 
   // The second buffer: columns only hover and the panels read.
@@ -292,6 +295,21 @@ MT.Data = class {
         if (d > 0 && d < L && end[i] > a && d >= minDur && d < maxDur) f(i);
       }
     }
+  }
+
+  // At least as many as the allocations in hand at least minDur long that
+  // touch [a, b) (what touching(a, b, minDur, Infinity) finds of the
+  // class lists), by two binary searches a duration class.
+  longCount(a, b, minDur) {
+    const cs = this.classStart, st = this.classStarts;
+    let count = 0;
+    for (let c = 0; cs && c < 64; c++) {
+      const hi = c >= 62 ? Infinity : Math.pow(2, c + 1);
+      if (hi <= minDur && c !== 63) continue;
+      const k = c === 63 ? cs[c] : MT.lowerBound(st, a - hi + 1, cs[c], cs[c + 1]);
+      count += MT.lowerBound(st, b, k, cs[c + 1]) - k;
+    }
+    return count;
   }
 
   // Bytes live at t (start <= t < end).

@@ -97,8 +97,15 @@ MT.Page = class {
     const t0 = performance.now();
     this.layout();
     const P = this.plot, d = this.data;
-    this.frame = new MT.Frame(d, this.a, this.b, P.w);
-    const F = this.frame;
+    // the same window of the same data (the mouse moving the moment): the
+    // same frame, and its pixels while the scale and the pin stay
+    const key = this.a + "/" + this.b + "/" + P.w + "/" + P.h + "/" + d.version;
+    if (key !== this.frameKey) {
+      this.frame = new MT.Frame(d, this.a, this.b, P.w);
+      this.frameKey = key;
+      this.paintKey = null;
+    }
+    const F = this.frame, t1 = performance.now();
     let ymax = this.ymaxAll;
     if (this.fit) { ymax = 1; for (let x = 0; x < P.w; x++) ymax = Math.max(ymax, F.total[x]); }
     const ticks = MT.ticks(0, ymax * 1.04, 6, true);
@@ -107,16 +114,25 @@ MT.Page = class {
     const ctx = this.canvas.getContext("2d");
     if (!this.image || this.image.width !== P.w || this.image.height !== P.h)
       this.image = ctx.createImageData(P.w, P.h);
-    F.paint(new Uint32Array(this.image.data.buffer), P.h, this.scale, this.pin);
+    const paintKey = this.scale + "/" + this.pin;
+    if (paintKey !== this.paintKey || this.image !== this.paintedImage) {
+      this.top = F.paint(new Uint32Array(this.image.data.buffer), P.h, this.scale, this.pin);
+      this.paintKey = paintKey;
+      this.paintedImage = this.image;
+    }
+    const top = this.top, t2 = performance.now();
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
-    ctx.putImageData(this.image, P.x, P.y);
+    if (top < P.h) ctx.putImageData(this.image, P.x, P.y, 0, top, P.w, P.h - top);
+    const t3 = performance.now();
     this.drawAxes(ctx, ticks);
     this.drawLines(ctx);
     this.drawMarkers(ctx);
     this.drawPhases(ctx);
     this.drawMoment(ctx);
-    this.lastFrameMs = performance.now() - t0;
+    const t4 = performance.now();
+    this.lastFrameMs = t4 - t0;
+    this.lastPhases = { compute: t1 - t0, paint: t2 - t1, put: t3 - t2, lines: t4 - t3 }; // MT.bench reads them
     this.drawPanels();
     this.writeStatus();
   }
@@ -402,8 +418,11 @@ MT.Page = class {
 
   key(ev) {
     const k = ev.key, F = this.frame, m = this.data.meta;
-    const step = (dir) => {
-      const x = Math.max(0, Math.min(F.W - 1, F.firstColumnAtOrAfter(this.moment) + dir));
+    const step = (dir) => { // to the next column's moment (columns of one bin share theirs)
+      let x = F.firstColumnAtOrAfter(this.moment);
+      if (dir < 0) x--;
+      else while (x < F.W && F.moment[x] <= this.moment) x++;
+      x = Math.max(0, Math.min(F.W - 1, x));
       this.moment = F.moment[x];
       this.fixed = true;
     };

@@ -66,14 +66,17 @@ MT.timings = function (page) {
 // Pan and zoom frames as a person would make them: from the whole trace
 // zoom in by 1.25 steps towards the peak down to a few microseconds, pan
 // across at that depth and at two wider ones, then zoom back out. Each
-// frame is one draw (frame computation, pixels, lines, panels).
+// frame is one draw (frame computation, pixels, lines, panels). Returns
+// p50, p95 and max of all and per scenario, and the mean of each part of a
+// frame (compute: the columns and the allocations drawn one by one; paint:
+// their pixels; put: onto the canvas; lines: axes, lines, phases).
 MT.bench = function (page) {
   const span = page.data.span, peak = page.data.meta.peak_at, frames = [];
   const timed = (what) => {
     const t0 = performance.now();
     page.draw();
-    frames.push({ what: what, ms: performance.now() - t0, level: page.frame.level, drawn: page.frame.ind.length,
-      span: page.b - page.a });
+    frames.push(Object.assign({ what: what, ms: performance.now() - t0, level: page.frame.level,
+      drawn: page.frame.ind.length, span: page.b - page.a }, page.lastPhases));
   };
   page.setWindow(0, span);
   page.moment = peak;
@@ -85,8 +88,15 @@ MT.bench = function (page) {
     for (let k = 0; k < 20; k++) { page.pan(0.05); timed("pan"); }
   }
   for (let w = 4000; w < span; w *= 1.25) { page.setWindow(peak - w / 2, peak + w / 2); timed("zoom out"); }
-  const ms = frames.map((f) => f.ms).sort((p, q) => p - q);
-  const q = (p) => ms[Math.min(ms.length - 1, Math.floor(p * ms.length))];
-  return { frames: frames.length, p50_ms: q(0.5), p95_ms: q(0.95), max_ms: ms[ms.length - 1],
-    over_16ms: ms.filter((v) => v > 16).length, timings: MT.timings(page), detail: frames };
+  const stats = (fs) => {
+    const ms = fs.map((f) => f.ms).sort((p, q) => p - q);
+    const q = (p) => ms[Math.min(ms.length - 1, Math.floor(p * ms.length))];
+    return { frames: ms.length, p50_ms: q(0.5), p95_ms: q(0.95), max_ms: ms[ms.length - 1],
+      over_16ms: ms.filter((v) => v > 16).length };
+  };
+  const scenarios = {}, phases_ms = {};
+  for (const what of ["zoom in", "pan", "zoom out"]) scenarios[what] = stats(frames.filter((f) => f.what === what));
+  for (const k of ["compute", "paint", "put", "lines"]) phases_ms[k] = frames.reduce((s, f) => s + f[k], 0) / frames.length;
+  return Object.assign(stats(frames), { scenarios: scenarios, phases_ms: phases_ms, timings: MT.timings(page),
+    detail: frames });
 };

@@ -2,10 +2,15 @@
 // column at a time, the allocations live at the column's moment (the first
 // moment in it with the most bytes live) stacked in allocation order; those
 // shorter than a column (or than the level's bins) merged per call site on
-// top. Wide windows read the pyramid of viewer/html-lod.c; narrow ones
-// (at most meta.raw_max allocation starts) are computed here the same way.
+// top. Windows read the pyramid of viewer/html-lod.c where it has bins at
+// most a column wide; narrower ones (at most meta.raw_max allocation
+// starts) are computed here the same way.
 // Until the allocations a window needs have arrived (data.covers), it is
 // drawn at the finest level the first buffer holds (`partial`).
+
+// The allocations a frame draws one by one, at most, per pixel column
+// (chooseLevel; the others are drawn per call site).
+MT.drawnPerColumn = 16;
 
 MT.Frame = class {
   // data: MT.Data; a, b: the window (ns since t0); W columns.
@@ -25,21 +30,29 @@ MT.Frame = class {
     this.computeIndividuals();
   }
 
-  // The coarsest level with bins at most a column wide, or -1 (raw); with
-  // covered false, the finest level the page has without the window's
-  // allocations.
+  // The coarsest level with bins at most a column wide; the next coarser
+  // one (bins at most two columns wide) where that would draw more than
+  // MT.drawnPerColumn allocations a column one by one (those at least a
+  // bin long); -1 (raw: every allocation in hand) where no level is that
+  // fine and the window holds at most meta.raw_max starts. Until the
+  // window's allocations are in hand (covered false), the finest level the
+  // page has without them.
   chooseLevel(starts, covered) {
-    const lv = this.data.levels, L = this.data.inHandW;
-    if (covered && starts <= this.data.meta.raw_max) return -1;
-    for (let l = 0; l < lv.length; l++) {
-      if (lv[l].w > this.pxw) continue;
-      if ((covered || lv[l].w >= L) && this.data.level(l)) return l;
-      break;
+    const d = this.data, lv = d.levels, L = d.inHandW, n = lv.length, pxw = this.pxw;
+    const crowded = (w) => d.longCount(this.a, this.b, w) > MT.drawnPerColumn * this.W;
+    let l = 0;
+    while (l < n && lv[l].w > pxw) l++;
+    if (l > 0 && lv[l - 1].w <= 2 * pxw && crowded(l < n ? lv[l].w : pxw)) l--;
+    if (l === n) {
+      if (covered && (starts <= d.meta.raw_max || !n)) return -1;
+      l = n - 1;
     }
+    if ((covered || lv[l].w >= L) && d.level(l)) return l;
     if (covered) return -1;
     this.partial = true;
-    let l = 0;
-    while (l + 1 < lv.length && lv[l + 1].w >= L && this.data.level(l + 1)) l++;
+    const finest = l;
+    l = 0;
+    while (l + 1 <= finest && lv[l + 1].w >= L && d.level(l + 1)) l++;
     return l;
   }
 
@@ -200,10 +213,15 @@ MT.Frame = class {
 
   // Draws the stack into pixels (Uint32Array of W x H, ImageData order),
   // scale: pixels per byte. pinSite: call site to highlight (-1 none).
+  // Only the rows from the highest column's top down are drawn (the rows
+  // above are left as they were): returns the first of them.
   paint(pix, H, scale, pinSite) {
     const d = this.data, W = this.W, cum = new Float64Array(W), Hr = H + 0.5;
     const ind = this.ind, xs = this.indStart, xe = this.indEnd, n = ind.length, pinned = pinSite >= 0;
-    pix.fill(MT.rgb(255, 255, 255));
+    let most = 0;
+    for (let x = 0; x < W; x++) if (this.total[x] > most) most = this.total[x];
+    const top = Math.max(0, Math.min(H, (Hr - most * scale) | 0));
+    pix.fill(MT.rgb(255, 255, 255), top * W, H * W);
     const colorOf = (i) => {
       const c = MT.bands[i % 8];
       return pinned ? (d.site[i] === pinSite ? MT.pinned : MT.fade(c)) : c;
@@ -244,6 +262,7 @@ MT.Frame = class {
       }
     }
     this.stacked = cum; // equals this.total per column
+    return top;
   }
 
   // What the stack of column x holds at height `bytes`: {kind: "alloc", i}
