@@ -40,13 +40,14 @@ static const char usage_text[] =
         "                      bridge built once per PyTorch version), JAX and\n"
         "                      TensorFlow through their platform allocators (slower);\n"
         "                      as-is: only what reaches the driver (what nvidia-smi sees)\n"
-        "  --kernels MODE      how kernels come onto the timeline: gpu (default):\n"
-        "                      CUPTI's kernel, memcpy and memset records, each with\n"
-        "                      its GPU start and end (costs a launch-bound loop\n"
-        "                      12-19%); launch: each kernel at the time its launch\n"
-        "                      call returned on the CPU, from launch callbacks alone\n"
-        "                      (name, stream; no GPU times, no copies); none: no\n"
-        "                      kernel, memcpy or memset records\n"
+        "  --kernels MODE      how kernels come onto the timeline: launch (default):\n"
+        "                      each kernel at the time its launch call returned on\n"
+        "                      the CPU, from launch callbacks (name, stream; no GPU\n"
+        "                      times); gpu: CUPTI's kernel records, each with its\n"
+        "                      GPU start and end (costs a launch-bound loop about\n"
+        "                      1 us more a launch); none: no kernel, copy or set\n"
+        "                      records. With launch and gpu, copies and sets are\n"
+        "                      recorded with their GPU start and end\n"
         "  --no-kernels        the same as --kernels none\n"
         "  --sample-ms N       sample device memory in use every N ms (default 50;\n"
         "                      0 = never)\n"
@@ -154,7 +155,7 @@ int cli_cmd_record(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mt_record_options opts = { .capture = MT_CAPTURE_REQUESTS,
-		                          .kernels = MT_RECORD_KERNELS_GPU,
+		                          .kernels = MT_RECORD_KERNELS_LAUNCH,
 		                          .sample_ms = 50 };
 	struct mt_record_run *run = NULL;
 	char err[1024];

@@ -58,9 +58,9 @@ enum mt_record_kernels {
 	/* CUPTI's kernel, memcpy and memset activity records: GPU start and
 	 * end of each */
 	MT_RECORD_KERNELS_GPU = 0,
-	/* CUPTI callbacks on the launch APIs only: each kernel at the CPU
-	 * time its launch call returned (name, stream, correlation id), no
-	 * GPU times, no memcpy or memset records */
+	/* the default: CUPTI callbacks on the launch APIs: each kernel at the
+	 * CPU time its launch call returned (name, stream, correlation id), no
+	 * GPU times; memcpy and memset activity records as with gpu */
 	MT_RECORD_KERNELS_LAUNCH,
 	MT_RECORD_KERNELS_NONE, /* no kernel, memcpy or memset records */
 };

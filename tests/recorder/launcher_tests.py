@@ -67,7 +67,7 @@ def main():
               len(lines) == 5 and lines[4] == "none", lines)
         kernels = 'echo "$MEMTRACE_KERNELS"'
         p = run("-o", "t.db", "--", "/bin/sh", "-c", kernels, cwd=tmp)
-        check("kernels gpu by default", p.stdout.strip() == "gpu", p.stdout)
+        check("kernels launch by default", p.stdout.strip() == "launch", p.stdout)
         for mode in ("gpu", "launch", "none"):
             p = run("-o", "t.db", "--kernels", mode, "--", "/bin/sh", "-c", kernels, cwd=tmp)
             check("--kernels %s reaches the program" % mode, p.stdout.strip() == mode, p.stdout)
