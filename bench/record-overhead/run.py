@@ -10,7 +10,12 @@ recording costs, so runs one after another compare badly. Instead the plain
 run and each recorded configuration run at the same time, each in its own
 process with its model loaded, and take turns (samples/torch/common.py
 --turns): one block of steps each, a fraction of a second, one process at a
-time on the GPU, --cycles times (the order reversed every other cycle).
+time on the GPU, --cycles times, the order rotated by one each cycle: every
+process takes every place in turn and none ever runs two turns in a row.
+(The order used to be reversed every other cycle. Then the first and the
+last process ran two turns back to back at each turn of the order, on
+caches and clocks warm from their own work: the two plain runs of one
+lockstep differed by 5.6 and 5.8 %, their 95 % interval clear of 1.)
 No process ends before every block is timed: a process's teardown (CUDA
 context, the recorder's last flush) slowed the blocks of the others in the
 last cycle by up to 8x. Each line gives per configuration the mean ms per
@@ -235,7 +240,7 @@ def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus, pin):
             for p in procs:
                 p.pin(pin)
         for c in range(cycles):
-            for p in procs if c % 2 == 0 else procs[::-1]:
+            for p in procs[c % len(procs):] + procs[:c % len(procs)]:
                 p.turn()
         for p in procs:
             p.release()
