@@ -12,8 +12,9 @@
 #include "memtrace-recorder.h"
 
 static const char usage_text[] =
-        "Usage: memtrace record [-o FILE] [--capture requests|as-is] [--no-kernels]\n"
-        "                       [--sample-ms N] [--stacks python|native|none]\n"
+        "Usage: memtrace record [-o FILE] [--capture requests|as-is]\n"
+        "                       [--kernels gpu|launch|none] [--sample-ms N]\n"
+        "                       [--stacks python|native|none]\n"
         "                       [--] PROG [ARGS...]\n"
         "\n"
         "Runs PROG with the memtrace injection library (CUPTI) loaded into it and\n"
@@ -39,7 +40,14 @@ static const char usage_text[] =
         "                      bridge built once per PyTorch version), JAX and\n"
         "                      TensorFlow through their platform allocators (slower);\n"
         "                      as-is: only what reaches the driver (what nvidia-smi sees)\n"
-        "  --no-kernels        leave out kernel, memcpy and memset records\n"
+        "  --kernels MODE      how kernels come onto the timeline: gpu (default):\n"
+        "                      CUPTI's kernel, memcpy and memset records, each with\n"
+        "                      its GPU start and end (costs a launch-bound loop\n"
+        "                      12-19%); launch: each kernel at the time its launch\n"
+        "                      call returned on the CPU, from launch callbacks alone\n"
+        "                      (name, stream; no GPU times, no copies); none: no\n"
+        "                      kernel, memcpy or memset records\n"
+        "  --no-kernels        the same as --kernels none\n"
         "  --sample-ms N       sample device memory in use every N ms (default 50;\n"
         "                      0 = never)\n"
         "  --stacks KIND       call site of each allocation, interned in the trace:\n"
@@ -138,6 +146,7 @@ int cli_cmd_record(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "capture", required_argument, NULL, 'c' },
+		{ "kernels", required_argument, NULL, 'K' },
 		{ "no-kernels", no_argument, NULL, 'k' },
 		{ "sample-ms", required_argument, NULL, 's' },
 		{ "stacks", required_argument, NULL, 'S' },
@@ -145,7 +154,7 @@ int cli_cmd_record(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mt_record_options opts = { .capture = MT_CAPTURE_REQUESTS,
-		                          .kernels = true,
+		                          .kernels = MT_RECORD_KERNELS_GPU,
 		                          .sample_ms = 50 };
 	struct mt_record_run *run = NULL;
 	char err[1024];
@@ -170,8 +179,14 @@ int cli_cmd_record(int argc, char **argv)
 				        "record", "--capture must be requests or as-is, not '%s'",
 				        optarg);
 			break;
+		case 'K':
+			if (mt_record_kernels_parse(optarg, &opts.kernels) < 0)
+				return cli_usage_error(
+				        "record", "--kernels must be gpu, launch or none, not '%s'",
+				        optarg);
+			break;
 		case 'k':
-			opts.kernels = false;
+			opts.kernels = MT_RECORD_KERNELS_NONE;
 			break;
 		case 's':
 			if ((rc = cli_parse_u64("record", "--sample-ms", optarg, &ms)) !=

@@ -459,7 +459,7 @@ void rec_activity_after_fork_child(void)
 	filled.len = 0;
 }
 
-int rec_activity_start(bool kernels)
+int rec_activity_start(bool timed_kinds)
 {
 	static const CUpti_ActivityKind always[] = {
 		CUPTI_ACTIVITY_KIND_MEMORY2,
@@ -482,8 +482,8 @@ int rec_activity_start(bool kernels)
 	rc = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	for (size_t i = 0; rc == CUPTI_SUCCESS && i < sizeof(always) / sizeof(always[0]); i++)
 		rc = cuptiActivityEnable(always[i]);
-	for (size_t i = 0; kernels && rc == CUPTI_SUCCESS && i < sizeof(timed) / sizeof(timed[0]);
-	     i++)
+	for (size_t i = 0;
+	     timed_kinds && rc == CUPTI_SUCCESS && i < sizeof(timed) / sizeof(timed[0]); i++)
 		rc = cuptiActivityEnable(timed[i]);
 	if (rc != CUPTI_SUCCESS) {
 		const char *s = NULL;

@@ -56,7 +56,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	char capture[256];
 	int rc;
 
-	in->kernels = !(kernels && !strcmp(kernels, "0"));
+	if (mt_record_kernels_parse(kernels, &in->kernels) < 0)
+		in->kernels = MT_RECORD_KERNELS_GPU;
 	in->stacks = !stacks                     ? REC_STACKS_NONE
 	             : !strcmp(stacks, "python") ? REC_STACKS_PYTHON
 	             : !strcmp(stacks, "native") ? REC_STACKS_NATIVE
@@ -79,7 +80,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		rec_warn("CUPTI refused the callbacks: %s", s ? s : "unknown error");
 		return 1;
 	}
-	if (rec_activity_start(in->kernels) < 0)
+	if (rec_activity_start(in->kernels == MT_RECORD_KERNELS_GPU) < 0)
 		return 1;
 	rec_flush_start();
 	return 1;
