@@ -125,6 +125,15 @@ static struct rp_arena_block *new_block(struct rp_arena *a)
 	return rp_rb_record_new(sizeof(*b));
 }
 
+/* First fit: a free block of `bytes` came to be at or below n (it grew in
+ * place, or is new), so the largest blocks from n up can only have grown
+ * to its size: one load a level, no recount. */
+static void raise_largest(struct rp_rb_node *n, uint64_t bytes)
+{
+	for (; n && BLOCK(n)->largest < bytes; n = n->parent)
+		BLOCK(n)->largest = bytes;
+}
+
 static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 {
 	b->allocated = false;
@@ -132,7 +141,12 @@ static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 		rp_sizebins_insert(&a->free_bins, &b->node, b->stream, b->bytes, best_cmp);
 		return;
 	}
-	rp_rb_insert_aug(&a->by_place, &b->node, first_cmp, recount);
+	/* the path down raised first (one load a level): linking then finds
+	 * the maxima above right and recounts no further than the parent */
+	struct rp_rb_node *parent, **link = rp_rb_slot(&a->by_place, &b->node, first_cmp, &parent);
+	b->largest = b->bytes;
+	raise_largest(parent, b->bytes);
+	rp_rb_link_aug(&a->by_place, &b->node, parent, link, recount);
 }
 
 static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
@@ -303,7 +317,7 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 	/* The free set changes first and the sizes after, so that first
 	 * fit's tree is right at each change: it keeps a free neighbour's
 	 * place for the merged block (which sorts where that one did) and then
-	 * recounts the largest blocks above it. */
+	 * raises the largest blocks above it. */
 	bool first = a->fit == RP_ARENA_FIRST_FIT;
 	struct rp_arena_block *p = b->prev, *n = b->next;
 	bool pfree = p && !p->allocated, nfree = n && !n->allocated;
@@ -330,7 +344,7 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 		recycle(a, n);
 	}
 	if (first && (pfree || nfree))
-		rp_rb_propagate(&b->node, recount);
+		raise_largest(&b->node, b->bytes);
 	else
 		insert_free(a, b);
 	return 0;

@@ -239,6 +239,8 @@ int mt_backend_map_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, cons
 	int rc = check_granule(b, bytes, "mapping");
 	if (rc < 0)
 		return rc;
+	if (!n)
+		return rp_backend_fail(b, -EINVAL, "map of no pages");
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t hbytes;
 		if (!rp_addrmap_get(&b->handles, handles[i], &hbytes) || hbytes != bytes)
@@ -249,7 +251,7 @@ int mt_backend_map_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, cons
 			                       (unsigned long long)handles[i]);
 	}
 	/* noted as mapped unless one already is, forgotten if a map fails */
-	if (!n || va % b->granularity || (rc = rp_mapbits_add(&b->maps, va, bytes, n)) == -EEXIST)
+	if (va % b->granularity || (rc = rp_mapbits_add(&b->maps, va, bytes, n)) == -EEXIST)
 		return rp_backend_fail(b, -EINVAL, "map at 0x%llx: unaligned or already mapped",
 		                       (unsigned long long)va);
 	if (rc < 0)
@@ -275,7 +277,9 @@ int mt_backend_unmap_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, ui
 {
 	/* forgotten, and noted again from where an unmap fails */
 	int rc;
-	if (!n || rp_mapbits_remove(&b->maps, va, bytes, n) < 0)
+	if (!n)
+		return rp_backend_fail(b, -EINVAL, "unmap of no pages");
+	if (rp_mapbits_remove(&b->maps, va, bytes, n) < 0)
 		return rp_backend_fail(b, -EINVAL, "no mapping of %llu bytes at 0x%llx",
 		                       (unsigned long long)bytes, (unsigned long long)va);
 	for (uint64_t i = 0; b->impl->unmap && i < n; i++) {

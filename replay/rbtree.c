@@ -170,7 +170,7 @@ static struct rp_rb_node *rightmost(struct rp_rb_node *n)
 
 RB_INLINE void erase_node(struct rp_rb_tree *t, struct rp_rb_node *z, rp_rb_aug_fn aug)
 {
-	struct rp_rb_node *x, *xp;
+	struct rp_rb_node *x, *xp, *moved = NULL;
 	bool removed_red;
 
 	if (!z->child[0] || !z->child[1]) {
@@ -195,12 +195,22 @@ RB_INLINE void erase_node(struct rp_rb_tree *t, struct rp_rb_node *z, rp_rb_aug_
 		y->child[0] = z->child[0];
 		y->child[0]->parent = y;
 		y->red = z->red;
+		moved = y;
 	}
 	t->count--;
 	/* every subtree that changed lies on the path from xp up: from where
-	 * the removed or moved node was, through where y went */
-	for (struct rp_rb_node *p = aug ? xp : NULL; p; p = p->parent)
-		aug(p);
+	 * the removed or moved node was, through where the moved one (z's
+	 * successor, when z had two children) went, whose subtree is new and
+	 * is counted whatever happened below it */
+	if (aug) {
+		struct rp_rb_node *p = xp;
+		while (p && p != moved && aug(p))
+			p = p->parent;
+		if (moved) {
+			aug(moved);
+			rp_rb_propagate(moved->parent, aug);
+		}
+	}
 	if (!removed_red)
 		erase_fixup(t, x, xp, aug);
 }

@@ -125,6 +125,8 @@ static void test_vmm_pages(void)
 	CHECK(mt_backend_unmap_pages(b, va + 2 * MiB, 2 * MiB, 2) == -EINVAL);
 	mt_backend_get_stats(b, &st);
 	CHECK(st.map_calls == 9 && st.unmap_calls == 6);
+	CHECK(mt_backend_map_pages(b, va, 2 * MiB, h, 0) == -EINVAL);
+	CHECK(mt_backend_unmap_pages(b, va + 8 * MiB, 2 * MiB, 0) == -EINVAL);
 	mt_backend_destroy(b); /* pages at +8, +10 MiB and the 4 MiB mapping still mapped */
 }
 
