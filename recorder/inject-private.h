@@ -126,8 +126,8 @@ int rec_flush_start(void);
 /* ---- CUPTI (inject-activity.c, inject-callbacks.c) ---- */
 
 /* Enables the activity kinds for kernels_mode (enum mt_record_kernels:
- * kernel records with gpu, memcpy and memset records with gpu and launch)
- * and registers the buffer callbacks. */
+ * kernel, memcpy and memset records with gpu only) and registers the
+ * buffer callbacks. */
 int rec_activity_start(unsigned kernels_mode);
 /* Reads the buffers CUPTI has handed back into the writer and recycles
  * them; writer_lock held. Returns the records CUPTI dropped since the last

@@ -60,7 +60,7 @@ enum mt_record_kernels {
 	MT_RECORD_KERNELS_GPU = 0,
 	/* the default: CUPTI callbacks on the launch APIs: each kernel at the
 	 * CPU time its launch call returned (name, stream, correlation id), no
-	 * GPU times; memcpy and memset activity records as with gpu */
+	 * GPU times, no memcpy or memset records */
 	MT_RECORD_KERNELS_LAUNCH,
 	MT_RECORD_KERNELS_NONE, /* no kernel, memcpy or memset records */
 };
