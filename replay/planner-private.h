@@ -8,7 +8,7 @@
  *
  * Time is the requests' start order: two requests overlap exactly when
  * their ranges of start ranks [rank of start, number of starts before end)
- * meet. A segment tree over those ranks (leaves of RP_PLAN_LEAF ranks)
+ * meet. A segment tree over those ranks (leaves of 64 ranks)
  * holds in each node the coalesced address ranges of the placed requests
  * that cover the node (`full`) and of every placed request inside its
  * subtree (`sub`); requests that cover only part of a leaf are listed

@@ -12,7 +12,7 @@
 #include "policy-private.h"
 #include "span-set-private.h"
 
-#define LEAF 32 /* start ranks per tree leaf */
+#define LEAF 64 /* start ranks per tree leaf */
 
 struct node {
 	struct rp_span_set full; /* placed requests covering this node, not its parent */
@@ -120,7 +120,7 @@ static void rank_requests(struct planner *pl, size_t n, uint32_t **order, uint32
 	size_t m = 0; /* requests that end, sorted by end below */
 	for (size_t i = 0; i < n; i++) {
 		key[i] = reqs[i].end;
-		if (reqs[i].end != UINT64_MAX)
+		if (reqs[i].end != UINT32_MAX)
 			(*tmp)[m++] = (uint32_t)i;
 		else
 			pl->past[i] = (uint32_t)n;

@@ -127,7 +127,8 @@ static void test_lowest_gap(void)
 /* ---- the planner against the plain greedy -------------------------------- */
 
 struct order_key {
-	uint64_t size, start;
+	uint64_t size;
+	uint32_t start;
 	size_t index;
 };
 
@@ -199,10 +200,10 @@ static struct mt_plan_request *make(size_t n, uint64_t life, unsigned nsizes, bo
 	struct mt_plan_request *r = malloc(n * sizeof(*r));
 	REQUIRE(r);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t start = 2 * i, len = 1 + next() % (2 * life);
+		uint32_t start = (uint32_t)(2 * i), len = (uint32_t)(1 + next() % (2 * life));
 		uint64_t bytes = 512 * (1 + next() % nsizes) - next() % 3 * 100;
-		r[i] = (struct mt_plan_request){ start, next() % 16 ? start + len : UINT64_MAX,
-			                         next() % 50 ? bytes : 0, 0 };
+		r[i] = (struct mt_plan_request){ start, next() % 16 ? start + len : UINT32_MAX,
+			                         next() % 50 ? bytes : 0 };
 		if (i && next() % 8 == 0)
 			r[i].start = r[i - 1].start; /* equal starts: ties by index */
 	}
