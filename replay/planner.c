@@ -25,11 +25,13 @@ struct planner {
 	uint32_t *first, *past; /* per request: its ranks [first, past) */
 	size_t leaves;          /* a power of two, leaves * LEAF >= n */
 	struct node *node;      /* heap order: node 1 the root, leaf k is node leaves + k */
-	uint32_t *part_at;      /* leaf k's partial requests: part[part_at[k], part_at[k + 1]) */
+	uint32_t
+	        *part_at; /* leaf k's room for partial requests: part[part_at[k], part_at[k + 1]) */
+	uint32_t *part_end; /* leaf k's placed ones so far: part[part_at[k], part_end[k]) */
 	struct partial {
-		uint32_t first, past; /* the request's ranks (first: one request's own) */
-		uint64_t lo, hi;      /* where it is placed; hi = 0 until then */
-	} * part;                     /* requests covering part of a leaf, by leaf */
+		uint32_t first, past; /* the request's ranks */
+		uint64_t lo, hi;      /* where it is placed */
+	} * part;                     /* placed requests covering part of a leaf, by leaf */
 	struct rp_span_view *view;
 	size_t nview, view_cap;
 	struct rp_span_set near; /* a query's overlapping partial requests */
@@ -138,39 +140,26 @@ static void rank_requests(struct planner *pl, size_t n, uint32_t **order, uint32
 			pl->past[i] = (uint32_t)(pl->leaves * LEAF);
 }
 
-/* Lists each request under the leaves it covers only in part (at most two). */
-static int list_partial(struct planner *pl, size_t n)
+/* Makes room, leaf by leaf, for the requests that cover the leaf only in
+ * part (at most two leaves a request); they are listed as they are placed. */
+static int room_for_partial(struct planner *pl, size_t n)
 {
 	pl->part_at = calloc(pl->leaves + 1, sizeof(uint32_t));
-	if (!pl->part_at)
+	pl->part_end = malloc(pl->leaves * sizeof(uint32_t));
+	if (!pl->part_at || !pl->part_end)
 		return -ENOMEM;
-	size_t total = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t j = 0; j < n; j++) {
-			struct extent e = extent_of(pl->first[j], pl->past[j]);
-			size_t ends[2] = { e.fl, e.pl };
-			for (int k = 0; k < 1 + (e.pl != e.fl); k++) {
-				if (whole(&e, ends[k]))
-					continue;
-				if (pass == 0)
-					pl->part_at[ends[k] + 1]++;
-				else
-					pl->part[pl->part_at[ends[k]]++] =
-					        (struct partial){ pl->first[j], pl->past[j], 0, 0 };
-			}
-		}
-		if (pass == 0) {
-			for (size_t k = 0; k < pl->leaves; k++)
-				pl->part_at[k + 1] += pl->part_at[k];
-			total = pl->part_at[pl->leaves];
-			if (!(pl->part = malloc((total ? total : 1) * sizeof(*pl->part))))
-				return -ENOMEM;
-		}
+	for (size_t j = 0; j < n; j++) {
+		struct extent e = extent_of(pl->first[j], pl->past[j]);
+		pl->part_at[e.fl + 1] += !whole(&e, e.fl);
+		pl->part_at[e.pl + 1] += e.pl != e.fl && !whole(&e, e.pl);
 	}
-	/* the fill moved each start to the next leaf's: shift them back */
-	memmove(&pl->part_at[1], &pl->part_at[0], pl->leaves * sizeof(uint32_t));
-	pl->part_at[0] = 0;
-	return 0;
+	for (size_t k = 0; k < pl->leaves; k++) {
+		pl->part_at[k + 1] += pl->part_at[k];
+		pl->part_end[k] = pl->part_at[k];
+	}
+	size_t total = pl->part_at[pl->leaves];
+	pl->part = malloc((total ? total : 1) * sizeof(*pl->part));
+	return pl->part ? 0 : -ENOMEM;
 }
 
 /* Adds [lo, hi) to the sub set of node v and of its ancestors, stopping at
@@ -201,9 +190,7 @@ static int mark_placed(struct planner *pl, uint32_t f, uint32_t p, uint64_t lo, 
 	for (int k = 0; rc >= 0 && k < 1 + (e.pl != e.fl); k++) {
 		if (whole(&e, ends[k]))
 			continue;
-		for (uint32_t i = pl->part_at[ends[k]]; i < pl->part_at[ends[k] + 1]; i++)
-			if (pl->part[i].first == f)
-				pl->part[i].lo = lo, pl->part[i].hi = hi;
+		pl->part[pl->part_end[ends[k]]++] = (struct partial){ f, p, lo, hi };
 		rc = add_up(pl, pl->leaves + ends[k], lo, hi);
 	}
 	return rc < 0 ? rc : 0;
@@ -224,9 +211,9 @@ static int add_view(struct planner *pl, const struct rp_span_set *s)
  * [f, p). */
 static int scan_partial(struct planner *pl, size_t k, uint32_t f, uint32_t p)
 {
-	for (uint32_t i = pl->part_at[k]; i < pl->part_at[k + 1]; i++) {
+	for (uint32_t i = pl->part_at[k]; i < pl->part_end[k]; i++) {
 		const struct partial *e = &pl->part[i];
-		if (e->first >= p || e->past <= f || !e->hi)
+		if (e->first >= p || e->past <= f)
 			continue;
 		int rc = rp_span_set_add(&pl->near, e->lo, e->hi);
 		if (rc < 0)
@@ -285,6 +272,7 @@ static void release(struct planner *pl)
 	free(pl->first);
 	free(pl->past);
 	free(pl->part_at);
+	free(pl->part_end);
 	free(pl->part);
 	free(pl->view);
 	rp_span_set_release(&pl->near);
@@ -318,7 +306,7 @@ int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_
 	key = NULL;
 	free(tmp);
 	tmp = NULL;
-	if ((rc = list_partial(&pl, n)) < 0)
+	if ((rc = room_for_partial(&pl, n)) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t q = order[i], f = pl.first[q], p = pl.past[q];
