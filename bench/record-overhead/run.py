@@ -14,8 +14,9 @@ time on the GPU, --cycles times (the order reversed every other cycle).
 No process ends before every block is timed: a process's teardown (CUDA
 context, the recorder's last flush) slowed the blocks of the others in the
 last cycle by up to 8x. Each line gives per configuration the mean ms per
-step, the ratio of the means to plain, and the median and range of the
-ratios within a cycle.
+step, the ratio of the means to plain with its 95 % interval (whole cycles
+resampled: the interval the A/A row shows is the smallest effect a run can
+tell), and the median and range of the ratios within a cycle.
 
 Where the cost goes:
 - --variant adds recorded configurations: 'NAME=OPTIONS' with `memtrace
@@ -61,6 +62,7 @@ Usage: run.py MEMTRACE [--cycles N] [--block N] [--variant NAME[=OPTIONS]]... [-
 import argparse
 import json
 import os
+import random
 import select
 import statistics
 import subprocess
@@ -265,11 +267,26 @@ def quartile(values):
     return v[i] + (v[min(i + 1, len(v) - 1)] - v[i]) * (k - i)
 
 
+def ratio_interval(runs, plain, draws=2000):
+    """The 95 % interval of mean(runs) / mean(plain) by resampling whole
+    cycles (a cycle's blocks of every configuration together), seeded so
+    that a rerun on the same figures prints the same interval."""
+    rng = random.Random(1)
+    n = len(runs)
+    ratios = []
+    for _ in range(draws):
+        pick = [rng.randrange(n) for _ in range(n)]
+        ratios.append(sum(runs[i] for i in pick) / sum(plain[i] for i in pick))
+    ratios.sort()
+    return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
+
+
 def report(name, target, sides, names):
     """Prints a workload's line (per configuration: mean ms per step, the
     ratio of the means to plain, the median and range of the ratios within a
-    cycle, the ratio of the lower quartiles, the ratio of the mean CPU times)
-    and returns its row for --json."""
+    cycle, the 95 % interval of the ratio of the means from resampling
+    cycles, the ratio of the lower quartiles, the ratio of the mean CPU
+    times) and returns its row for --json."""
     plain, plain_cpu = sides[0]["block_ms"], sides[0]["block_cpu_ms"]
     base, base_cpu = statistics.mean(plain), statistics.mean(plain_cpu)
     row = dict(workload=name, plain_ms=plain, plain_cpu_ms=plain_cpu, target=target,
@@ -280,16 +297,18 @@ def report(name, target, sides, names):
         mean = statistics.mean(runs)
         paired = sorted(r / p for r, p in zip(runs, plain))
         q25 = quartile(runs) / quartile(plain)
+        low, high = ratio_interval(runs, plain)
         row["variants"][v] = dict(recorded_ms=runs, recorded_cpu_ms=cpu,
                                   cpu_ratio=round(statistics.mean(cpu) / base_cpu, 4),
                                   ratio=round(mean / base, 4), q25_ratio=round(q25, 4),
+                                  ratio_95=[round(low, 4), round(high, 4)],
                                   paired_ratio=round(statistics.median(paired), 4),
                                   paired_min=round(paired[0], 4),
                                   paired_max=round(paired[-1], 4),
                                   added_ms=round(mean - base, 4))
-        line += "  %s %8.3f ms ratio %.3f (cycles %.3f, %.3f-%.3f; q25 %.3f; cpu %.3f)" % (
-            v, mean, mean / base, statistics.median(paired), paired[0], paired[-1], q25,
-            statistics.mean(cpu) / base_cpu)
+        line += ("  %s %8.3f ms ratio %.3f [95%% %.3f-%.3f] (cycles %.3f, %.3f-%.3f; q25 %.3f;"
+                 " cpu %.3f)") % (v, mean, mean / base, low, high, statistics.median(paired),
+                                  paired[0], paired[-1], q25, statistics.mean(cpu) / base_cpu)
     print(line + ("  (target %.2f)" % target if target else ""), flush=True)
     return row
 
