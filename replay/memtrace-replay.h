@@ -134,12 +134,13 @@ struct mt_policy;
  * end are positions in the replay order (event indices, monotone with
  * time), not timestamps, so that two requests overlap exactly when they are
  * live at once during the replay, even when events share a timestamp:
- * requests a and b overlap iff a.start < b.end && b.start < a.end. */
+ * requests a and b overlap iff a.start < b.end && b.start < a.end. A stream
+ * has fewer than 2^31 requests, so positions fit 32 bits; 16 bytes a
+ * request, as the planner holds every one. */
 struct mt_plan_request {
-	uint64_t start; /* position of the alloc */
-	uint64_t end;   /* position of the free (at its reuse time); UINT64_MAX never freed */
+	uint32_t start; /* position of the alloc */
+	uint32_t end;   /* position of the free (at its reuse time); UINT32_MAX never freed */
 	uint64_t bytes;
-	uint64_t stream;
 };
 
 struct mt_policy_stats {

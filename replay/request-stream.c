@@ -481,10 +481,10 @@ int rp_request_stream_lifetimes(const struct mt_request_stream *s,
 		for (size_t i = 0; i < n; i++, pos++) {
 			struct mt_plan_request *q = &reqs[RP_STEP_REQUEST(steps[i].code)];
 			if (RP_STEP_IS_FREE(steps[i].code))
-				q->end = pos;
+				q->end = (uint32_t)pos;
 			else
-				*q = (struct mt_plan_request){ pos, UINT64_MAX, steps[i].bytes,
-					                       steps[i].stream };
+				*q = (struct mt_plan_request){ (uint32_t)pos, UINT32_MAX,
+					                       steps[i].bytes };
 		}
 	}
 	rp_cursor_close(c);

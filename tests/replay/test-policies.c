@@ -193,10 +193,10 @@ static void test_planned(void)
 	 * A at 0; C at 0 (no time overlap with A); B overlaps both: at 4 MiB.
 	 * Arena 6 MiB = the lower bound. */
 	const struct mt_plan_request reqs[] = {
-		{ 0, 2, 4 * MiB, 0 },
-		{ 1, 4, 2 * MiB, 0 },
-		{ 3, 5, 4 * MiB, 0 },
-		{ 6, UINT64_MAX, 1000, 0 }, /* never freed: 1 KiB after rounding */
+		{ 0, 2, 4 * MiB },
+		{ 1, 4, 2 * MiB },
+		{ 3, 5, 4 * MiB },
+		{ 6, UINT32_MAX, 1000 }, /* never freed: 1 KiB after rounding */
 	};
 	struct mt_policy *p = make("planned", 64 * MiB);
 	CHECK(p->ops->plan(p, reqs, 4) == 0);

@@ -1,0 +1,104 @@
+/* span-set.c — coalesced address-range sets and the lowest common gap
+ * (span-set-private.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "span-set-private.h"
+
+/* First index in [from, len) whose span ends above x (len when none). */
+static size_t first_ending_above(const struct rp_span *span, size_t from, size_t len, uint64_t x)
+{
+	while (from < len) {
+		size_t mid = from + (len - from) / 2;
+		if (span[mid].hi <= x)
+			from = mid + 1;
+		else
+			len = mid;
+	}
+	return from;
+}
+
+/* first_ending_above from a cursor that usually sits near the answer:
+ * steps of 1, 2, 4... from it, then a binary search inside the last step. */
+static size_t gallop_ending_above(const struct rp_span *span, size_t from, size_t len, uint64_t x)
+{
+	size_t step = 1, lo = from;
+	while (from < len && span[from].hi <= x) {
+		lo = from + 1;
+		from = from + step < len ? from + step : len;
+		step *= 2;
+	}
+	return first_ending_above(span, lo, from, x);
+}
+
+/* Doubles the capacity from 2 (not mt_array_grow's 64: most of the
+ * planner's sets hold a span or two, and there are a million of them). */
+static int grow(struct rp_span_set *s)
+{
+	uint32_t cap = s->cap ? 2 * s->cap : 2;
+	struct rp_span *grown = realloc(s->span, cap * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	s->span = grown;
+	s->cap = cap;
+	return 0;
+}
+
+int rp_span_set_add(struct rp_span_set *s, uint64_t lo, uint64_t hi)
+{
+	/* spans [i, j) overlap or touch [lo, hi): they become one */
+	size_t i = first_ending_above(s->span, 0, s->len, lo - (lo > 0)); /* hi >= lo */
+	size_t j = i, n = s->len;
+	while (j < n) {
+		size_t mid = j + (n - j) / 2;
+		if (s->span[mid].lo <= hi)
+			j = mid + 1;
+		else
+			n = mid;
+	}
+	if (j == i + 1 && s->span[i].lo <= lo && s->span[i].hi >= hi)
+		return 0;
+	if (j > i) {
+		if (s->span[i].lo < lo)
+			lo = s->span[i].lo;
+		if (s->span[j - 1].hi > hi)
+			hi = s->span[j - 1].hi;
+		s->span[i] = (struct rp_span){ lo, hi };
+		memmove(&s->span[i + 1], &s->span[j], (s->len - j) * sizeof(*s->span));
+		s->len -= (uint32_t)(j - i - 1);
+		return 1;
+	}
+	if (s->len == s->cap && grow(s) < 0)
+		return -ENOMEM;
+	memmove(&s->span[i + 1], &s->span[i], (s->len - i) * sizeof(*s->span));
+	s->span[i] = (struct rp_span){ lo, hi };
+	s->len++;
+	return 1;
+}
+
+void rp_span_set_release(struct rp_span_set *s)
+{
+	free(s->span);
+	*s = (struct rp_span_set){ 0 };
+}
+
+uint64_t rp_span_lowest_gap(struct rp_span_view *views, size_t k, uint64_t size)
+{
+	uint64_t at = 0;
+	size_t clear = 0, i = 0; /* clear: views in a row that have nothing in [at, at + size) */
+	while (clear < k) {
+		struct rp_span_view *v = &views[i];
+		v->at = gallop_ending_above(v->span, v->at, v->len, at);
+		if (v->at < v->len && v->span[v->at].lo < at + size) {
+			at = v->span[v->at++].hi; /* past this run; look at this view again */
+			clear = 0;
+			continue;
+		}
+		clear++;
+		i = i + 1 < k ? i + 1 : 0;
+	}
+	return at;
+}
