@@ -394,6 +394,47 @@ struct mt_range_stats {
  * none. Into buf, which it returns. */
 char *mt_range_label(struct mt_reader *r, uint32_t name, uint32_t domain, char *buf, size_t len);
 
+/* ---- what ran at a moment ------------------------------------------------ */
+
+/* What a trace's kernel events' times are (meta "kernels", set by `memtrace
+ * record --kernels`). */
+enum mt_kernel_times {
+	MT_KERNEL_TIMES_GPU = 0, /* start and end on the GPU (also traces without the key) */
+	MT_KERNEL_TIMES_LAUNCH,  /* ts = end = the CPU time the launch call returned */
+	MT_KERNEL_TIMES_NONE,    /* kernels not recorded */
+};
+
+enum mt_kernel_times mt_kernel_times(struct mt_reader *r);
+
+/* The kernel and the NVTX range that go with a moment of a process. */
+struct mt_moment_context {
+	uint64_t at;     /* the moment */
+	uint64_t stream; /* the moment's stream, UINT64_MAX not known */
+	enum mt_kernel_times times;
+	/* The kernel on the moment's stream: with GPU times the last to start
+	 * on the GPU at or before the moment (running: still running then);
+	 * with launch times the last launched at or before it. When that
+	 * stream launched none before the moment, one on another stream of
+	 * the process (elsewhere: true): with GPU times one still running
+	 * then (the latest started of those), else the latest started; with
+	 * launch times the latest launched. kernel 0: none recorded before
+	 * the moment. */
+	uint32_t kernel; /* interned name */
+	uint64_t kernel_stream;
+	uint64_t kernel_ts, kernel_end; /* the event's times */
+	bool running, elsewhere;
+	/* the innermost NVTX range open in the process at the moment (the
+	 * deepest; the latest started among equals), or NULL */
+	const struct mt_range *range;
+};
+
+/* Fills *c for the moment `at` (absolute) of process (0: any) on stream
+ * (UINT64_MAX, 0 or UINT32_MAX, which name no stream: any) of d's device: the kernel from d's
+ * reader (the events before the moment, read backwards in growing windows), the range from
+ * d->ranges. Returns 0 or a negative errno with a message. */
+int mt_moment_context(const struct mt_analysis *d, uint32_t process, uint64_t stream, uint64_t at,
+                      struct mt_moment_context *c, char *err, size_t errlen);
+
 /* ---- the report -------------------------------------------------------------- */
 
 #define MT_REPORT_TOP 20 /* rows of a list unless asked otherwise */
@@ -479,9 +520,10 @@ struct mt_report_oom {
 	 * room is 0 and no verdict is held. */
 	uint64_t room;
 	bool room_from_reading, room_known;
-	uint64_t lower_bound;            /* live_bytes + the request: no allocator needs less */
-	struct mt_oom_verdict *verdicts; /* per saved replay, as mt_report.replays */
-	size_t smallest;                 /* the replay that needs least, (size_t)-1 none */
+	uint64_t lower_bound;             /* live_bytes + the request: no allocator needs less */
+	struct mt_oom_verdict *verdicts;  /* per saved replay, as mt_report.replays */
+	size_t smallest;                  /* the replay that needs least, (size_t)-1 none */
+	struct mt_moment_context context; /* at f's moment, its process and stream */
 };
 
 struct mt_report_options {
@@ -503,10 +545,13 @@ struct mt_report_options {
 
 struct mt_report {
 	struct mt_analysis data;
-	size_t top;                      /* rows of the lists (the options' or MT_REPORT_TOP) */
-	uint64_t peak_bytes, peak_at;    /* of the live layer */
-	uint64_t at;                     /* the moment asked (absolute), = peak_at by default */
-	struct mt_anatomy anatomy;       /* at `at` */
+	size_t top;                   /* rows of the lists (the options' or MT_REPORT_TOP) */
+	uint64_t peak_bytes, peak_at; /* of the live layer */
+	uint64_t at;                  /* the moment asked (absolute), = peak_at by default */
+	struct mt_anatomy anatomy;    /* at `at` */
+	/* at `at`: of the process and stream of the allocation made then (the
+	 * one that reached the peak), else of any */
+	struct mt_moment_context context;
 	uint64_t live_at_bytes;          /* live bytes at `at` */
 	uint64_t live_at_count;          /* allocations live at `at` */
 	struct mt_report_alloc *tensors; /* the `top` largest live at `at`, descending */

@@ -258,6 +258,9 @@ static int explain(struct mt_report *rep, struct mt_report_oom *o, char *err, si
 	o->lower_bound = o->live_bytes + o->f->bytes;
 	o->nlargest = an_largest(rep, live_then, &ts, o->largest, MT_REPORT_OOM_LARGEST);
 	rc = mt_analysis_anatomy(d, ts, &o->anatomy, err, errlen);
+	if (rc == 0)
+		rc = mt_moment_context(d, o->f->process, o->f->stream, ts, &o->context, err,
+		                       errlen);
 	if (rc < 0)
 		return rc;
 	o->room = d->dev->total_bytes;

@@ -88,6 +88,24 @@ static int moment(struct mt_report *rep, const struct mt_report_options *opt, ch
 	return 0;
 }
 
+/* What ran at the moment asked, on the process and stream of the
+ * allocation made then (at the peak: the one that reached it). */
+static int context(struct mt_report *rep, char *err, size_t errlen)
+{
+	const struct mt_analysis *d = &rep->data;
+	uint64_t stream = UINT64_MAX;
+	uint32_t process = 0;
+
+	for (size_t i = 0; i < d->nlive; i++) {
+		const struct mt_lifetime *l = &d->live[i];
+		if (l->start == rep->at && !(l->flags & MT_LIFETIME_NO_ALLOC)) {
+			stream = l->stream;
+			process = l->process;
+		}
+	}
+	return mt_moment_context(d, process, stream, rep->at, &rep->context, err, errlen);
+}
+
 /* The lists of the moment and of the peak. */
 static int lists(struct mt_report *rep, const struct mt_report_options *opt)
 {
@@ -161,6 +179,8 @@ int mt_report_build(struct mt_report *rep, struct mt_reader *r, uint32_t device,
 	}
 	rep->live_at_bytes = mt_live_at(d->live, d->nlive, rep->at);
 	rc = mt_analysis_anatomy(d, rep->at, &rep->anatomy, err, errlen);
+	if (rc == 0)
+		rc = context(rep, err, errlen);
 	if (rc == 0)
 		rc = an_ooms_explain(rep, err, errlen);
 	if (rc < 0)

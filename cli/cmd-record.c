@@ -12,8 +12,9 @@
 #include "memtrace-recorder.h"
 
 static const char usage_text[] =
-        "Usage: memtrace record [-o FILE] [--capture requests|as-is] [--no-kernels]\n"
-        "                       [--sample-ms N] [--stacks python|native|none]\n"
+        "Usage: memtrace record [-o FILE] [--capture requests|as-is]\n"
+        "                       [--kernels gpu|launch|none] [--sample-ms N]\n"
+        "                       [--stacks python|native|none]\n"
         "                       [--] PROG [ARGS...]\n"
         "\n"
         "Runs PROG with the memtrace injection library (CUPTI) loaded into it and\n"
@@ -39,7 +40,15 @@ static const char usage_text[] =
         "                      bridge built once per PyTorch version), JAX and\n"
         "                      TensorFlow through their platform allocators (slower);\n"
         "                      as-is: only what reaches the driver (what nvidia-smi sees)\n"
-        "  --no-kernels        leave out kernel, memcpy and memset records\n"
+        "  --kernels MODE      how kernels come onto the timeline: launch (default):\n"
+        "                      each kernel at the time its launch call returned on\n"
+        "                      the CPU, from launch callbacks (name, stream; no GPU\n"
+        "                      times); gpu: CUPTI's kernel records, each with its\n"
+        "                      GPU start and end (costs a launch-bound loop about\n"
+        "                      1 us more a launch); none: no kernel, copy or set\n"
+        "                      records. With launch and gpu, copies and sets are\n"
+        "                      recorded with their GPU start and end\n"
+        "  --no-kernels        the same as --kernels none\n"
         "  --sample-ms N       sample device memory in use every N ms (default 50;\n"
         "                      0 = never)\n"
         "  --stacks KIND       call site of each allocation, interned in the trace:\n"
@@ -138,6 +147,7 @@ int cli_cmd_record(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "capture", required_argument, NULL, 'c' },
+		{ "kernels", required_argument, NULL, 'K' },
 		{ "no-kernels", no_argument, NULL, 'k' },
 		{ "sample-ms", required_argument, NULL, 's' },
 		{ "stacks", required_argument, NULL, 'S' },
@@ -145,7 +155,7 @@ int cli_cmd_record(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mt_record_options opts = { .capture = MT_CAPTURE_REQUESTS,
-		                          .kernels = true,
+		                          .kernels = MT_RECORD_KERNELS_LAUNCH,
 		                          .sample_ms = 50 };
 	struct mt_record_run *run = NULL;
 	char err[1024];
@@ -170,8 +180,14 @@ int cli_cmd_record(int argc, char **argv)
 				        "record", "--capture must be requests or as-is, not '%s'",
 				        optarg);
 			break;
+		case 'K':
+			if (mt_record_kernels_parse(optarg, &opts.kernels) < 0)
+				return cli_usage_error(
+				        "record", "--kernels must be gpu, launch or none, not '%s'",
+				        optarg);
+			break;
 		case 'k':
-			opts.kernels = false;
+			opts.kernels = MT_RECORD_KERNELS_NONE;
 			break;
 		case 's':
 			if ((rc = cli_parse_u64("record", "--sample-ms", optarg, &ms)) !=

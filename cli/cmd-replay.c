@@ -26,9 +26,19 @@
 #define MAX_POLICIES 64
 
 static volatile int interrupted;
+/* Set while the replays run: they stop when interrupted and release what
+ * they hold. Before, nothing is held or written, so SIGINT ends memtrace at
+ * once (loading the stream and reading the capacity poll no flag). */
+static volatile sig_atomic_t replaying;
 
 static void on_sigint(int sig)
 {
+	static const char msg[] = "memtrace " CMD ": interrupted\n";
+	if (!replaying) {
+		ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		(void)w;
+		_exit(130);
+	}
 	interrupted = 1;
 }
 
@@ -195,10 +205,13 @@ static json_t *result_json(const struct outcome *o, const struct run_context *ct
 }
 
 /* Progress on a terminal (stderr) once a replay has run for a second:
- * events done, events per second, time left; redrawn ten times a second. */
+ * events done, events per second, time left; while offline policies
+ * prepare (no event replayed yet), the time so far. Redrawn ten times a
+ * second. */
 struct progress {
 	const char *what;
 	uint64_t start_ns, last_ns;
+	uint64_t zero_ns; /* last told 0 events done (preparing): the rate counts from there */
 	bool tty, drawn;
 };
 
@@ -226,22 +239,35 @@ static void progress(void *data, uint64_t done, uint64_t total)
 	struct progress *p = data;
 	uint64_t now = now_ns();
 	char a[32], b[32], c[32], d[32];
-	if (!p->tty || now - p->start_ns < 1000000000u || now - p->last_ns < 100000000u || !done ||
+	if (!done)
+		p->zero_ns = now;
+	if (!p->tty || now - p->start_ns < 1000000000u || now - p->last_ns < 100000000u ||
 	    done >= total)
 		return;
-	double secs = (double)(now - p->start_ns) / 1e9, rate = (double)done / secs;
+	double secs = (double)(now - p->zero_ns) / 1e9, rate = done ? (double)done / secs : 0;
+	if (done && now == p->zero_ns)
+		return;
 	p->last_ns = now;
 	p->drawn = true;
-	fprintf(stderr, "\r\033[K%s: %s of %s events, %s events/s, %s left", p->what,
-	        count(done, a, sizeof(a)), count(total, b, sizeof(b)),
-	        count((uint64_t)rate, c, sizeof(c)),
-	        mt_duration_format((uint64_t)((double)(total - done) / rate * 1e9), d, sizeof(d)));
+	if (!done) /* offline policies: reading lifetimes, planning */
+		fprintf(stderr, "\r\033[K%s: 0 of %s events, preparing for %s", p->what,
+		        count(total, b, sizeof(b)),
+		        mt_duration_format(now - p->start_ns, d, sizeof(d)));
+	else
+		fprintf(stderr, "\r\033[K%s: %s of %s events, %s events/s, %s left", p->what,
+		        count(done, a, sizeof(a)), count(total, b, sizeof(b)),
+		        count((uint64_t)rate, c, sizeof(c)),
+		        mt_duration_format((uint64_t)((double)(total - done) / rate * 1e9), d,
+		                           sizeof(d)));
 	fflush(stderr);
 }
 
 static void progress_start(struct progress *p, const char *what)
 {
-	*p = (struct progress){ .what = what, .start_ns = now_ns(), .tty = isatty(STDERR_FILENO) };
+	uint64_t now = now_ns();
+	*p = (struct progress){
+		.what = what, .start_ns = now, .zero_ns = now, .tty = isatty(STDERR_FILENO)
+	};
 }
 
 static void progress_done(struct progress *p)
@@ -479,7 +505,8 @@ int cli_cmd_replay(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	/* Caught from the start: a SIGINT while the trace loads (or earlier)
-	 * also ends in one line and status 130, never in a silent kill. */
+	 * also ends in one line and status 130, at once, never in a silent
+	 * kill. */
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
@@ -574,15 +601,12 @@ int cli_cmd_replay(int argc, char **argv)
 	if (lrc == 0)
 		lrc = cli_capacity_choose(reader, mt_request_stream_device(s), ctx.limit_arg, limit,
 		                          kind == MT_BACKEND_CUDA, &ctx.capacity, err, sizeof(err));
-	if (lrc < 0 || interrupted) {
+	if (lrc < 0) {
 		sigaction(SIGINT, &old, NULL);
 		mt_request_stream_free(s);
 		mt_reader_free(reader);
-		if (interrupted)
-			cli_error(CMD, "interrupted");
-		else
-			cli_error(CMD, "%s", err); /* the reader names the file */
-		return interrupted ? 130 : CLI_EXIT_FAILURE;
+		cli_error(CMD, "%s", err); /* the reader names the file */
+		return CLI_EXIT_FAILURE;
 	}
 
 	struct outcome *out = calloc(n, sizeof(*out));
@@ -596,6 +620,7 @@ int cli_cmd_replay(int argc, char **argv)
 		cli_error(CMD, "out of memory");
 	for (size_t i = 0; out && i < n; i++)
 		memcpy(out[i].spec, specs[i], sizeof(out[i].spec));
+	replaying = 1;
 	if (out && run_all(s, &opt, ctx.find_min, out, n) < 0)
 		rc = interrupted ? 130 : CLI_EXIT_FAILURE;
 	sigaction(SIGINT, &old, NULL);

@@ -55,6 +55,31 @@ static json_t *alloc_json(const struct mt_report *rep, const struct mt_report_al
 	return o;
 }
 
+/* What ran at a moment: kernel_times says what the kernel's times are
+ * ("gpu": start and end on the GPU; "launch": when its launch call
+ * returned; "none": not recorded); kernel null when none was found. */
+static json_t *context_json(const struct mt_report *rep, const struct mt_moment_context *c)
+{
+	static const char *const times[] = { "gpu", "launch", "none" };
+	struct mt_reader *r = rep->data.r;
+	json_t *o = json_object(), *k = json_null();
+	char name[256];
+
+	if (c->kernel)
+		k = json_pack("{s:o, s:o, s:o, s:o, s:b, s:b}", "name", jstr(str(r, c->kernel)),
+		              "stream", jint(c->kernel_stream), "ts_ns",
+		              jint(cli_report_since(rep, c->kernel_ts)), "end_ns",
+		              jint(cli_report_since(rep, c->kernel_end)), "running", c->running,
+		              "elsewhere", c->elsewhere);
+	json_object_set_new(o, "kernel_times", json_string(times[c->times]));
+	json_object_set_new(o, "kernel", k);
+	if (c->range)
+		mt_range_label(r, c->range->name, 0, name, sizeof(name));
+	json_object_set_new(o, "range", c->range ? json_string(name) : json_null());
+	json_object_set_new(o, "range_domain", jstr(c->range ? str(r, c->range->domain) : NULL));
+	return o;
+}
+
 static json_t *allocs_json(const struct mt_report *rep, const struct mt_report_alloc *v, size_t n,
                            uint64_t at)
 {
@@ -193,6 +218,7 @@ static json_t *oom_json(const struct mt_report *rep, size_t i)
 	                                                                 : jint(o->reserved));
 	json_object_set_new(j, "largest_live", allocs_json(rep, o->largest, o->nlargest, o->f->ts));
 	json_object_set_new(j, "anatomy", anatomy_json(rep, &o->anatomy));
+	json_object_set_new(j, "context", context_json(rep, &o->context));
 	json_object_set_new(j, "room_bytes", o->room_known ? jint(o->room) : json_null());
 	json_object_set_new(j, "room_from_reading", json_boolean(o->room_from_reading));
 	json_object_set_new(j, "lower_bound_bytes", jint(o->lower_bound));
@@ -249,6 +275,7 @@ json_t *cli_report_json(const struct mt_report *rep, const struct mt_report_opti
 	json_object_set_new(o, "peak_live_bytes", jint(rep->peak_bytes));
 	json_object_set_new(o, "peak_at_ns", jint(cli_report_since(rep, rep->peak_at)));
 	json_object_set_new(o, "at_ns", jint(cli_report_since(rep, rep->at)));
+	json_object_set_new(o, "context", context_json(rep, &rep->context));
 	json_object_set_new(o, "anatomy", anatomy_json(rep, &rep->anatomy));
 	if (!rep->anatomy.available)
 		json_object_set_new(o, "anatomy_unavailable", json_string(rep->anatomy.why));

@@ -330,6 +330,56 @@ static void print_verdicts(const struct mt_report *rep, const struct mt_report_o
 		       spec(&rep->replays[o->smallest], name, sizeof(name)));
 }
 
+/* What ran at a moment (mt_moment_context), under a heading: the kernel,
+ * its words saying whether its time is the GPU's or the launch's, and the
+ * NVTX range. Nothing for a trace without kernels or ranges. */
+static void print_context(const struct mt_report *rep, const struct mt_moment_context *c,
+                          const char *indent, const char *heading)
+{
+	const char *name = c->kernel ? mt_reader_string(rep->data.r, c->kernel) : NULL;
+	char a[32], range[256], where[64], last[80], other[64] = "";
+	bool kernels = c->kernel || c->times != MT_KERNEL_TIMES_GPU;
+	bool launch = c->times == MT_KERNEL_TIMES_LAUNCH;
+
+	if (!kernels && !rep->data.nranges)
+		return;
+	printf("%s%s\n", indent, heading);
+	/* where: the kernel's stream; last: where it is the last */
+	if (c->kernel && c->elsewhere) {
+		snprintf(where, sizeof(where), "on another stream (%" PRIu64 ")", c->kernel_stream);
+		snprintf(last, sizeof(last), "in the process, %s", where);
+		snprintf(other, sizeof(other), "; stream %" PRIu64 " %s none before", c->stream,
+		         launch ? "launched" : "ran");
+	} else {
+		snprintf(where, sizeof(where), "on stream %" PRIu64, c->kernel_stream);
+		snprintf(last, sizeof(last), "%s", where);
+	}
+	if (c->times == MT_KERNEL_TIMES_NONE)
+		printf("%s  kernel      not recorded (--kernels none)\n", indent);
+	else if (!c->kernel && kernels)
+		printf("%s  kernel      none %s before it\n", indent,
+		       launch ? "launched" : "recorded");
+	else if (c->kernel) {
+		size_t n = strlen(name ? name : "");
+		printf("%s  kernel      %.100s%s\n", indent, name ? name : "(unnamed)",
+		       n > 100 ? "..." : "");
+		if (launch)
+			printf("%s              the last launched %s, %s before%s (launch times: "
+			       "recorded with --kernels launch)\n",
+			       indent, last, dur(c->at - c->kernel_ts, a), other);
+		else if (c->running)
+			printf("%s              running on the GPU %s%s\n", indent, where, other);
+		else
+			printf("%s              the last to run %s, ended %s before%s\n", indent,
+			       last, dur(c->at - c->kernel_end, a), other);
+	}
+	if (rep->data.nranges)
+		printf("%s  NVTX range  %s\n", indent,
+		       c->range ? mt_range_label(rep->data.r, c->range->name, c->range->domain,
+		                                 range, sizeof(range))
+		                : "none open");
+}
+
 static void print_oom(const struct mt_report *rep, size_t i)
 {
 	const struct mt_report_oom *o = &rep->ooms[i];
@@ -354,6 +404,7 @@ static void print_oom(const struct mt_report *rep, size_t i)
 		printf("%s %s", k ? "," : " (largest", sz(o->largest[k].l->bytes, b));
 	printf("%s; reserved by the allocator %s\n", o->nlargest ? ")" : "",
 	       d->layer == MT_LAYER_REQUEST && !d->nseg_all ? "unknown" : sz(o->reserved, b));
+	print_context(rep, &o->context, "    ", "at that moment:");
 	if (o->anatomy.available) {
 		printf("    anatomy against %s:\n",
 		       mt_anatomy_reading(&o->anatomy, d->t0, reading, sizeof(reading)));
@@ -435,6 +486,12 @@ void cli_report_text(const struct mt_report *rep, const struct mt_report_options
 		       100.0 * rep->attributed_fraction);
 	} else {
 		printf("\nPeak live %s: nothing allocated\n", what(rep));
+	}
+	if (rep->peak_bytes || opt->at_set) {
+		char heading[64];
+		snprintf(heading, sizeof(heading), "\n%s +%s:", opt->at_set ? "At" : "At the peak,",
+		         dur(cli_report_since(rep, rep->at), a));
+		print_context(rep, &rep->context, "", heading);
 	}
 	print_anatomy(rep, opt->at_set);
 	print_live(rep, opt);

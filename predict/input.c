@@ -13,21 +13,6 @@
 #include "memtrace-analyze.h"
 #include "predict-private.h"
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 1024;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static uint64_t mix(uint64_t h)
 {
 	h ^= h >> 33;
@@ -50,7 +35,7 @@ static int string_hash(struct mt_reader *r, struct string_hashes *c, uint32_t id
 		return 0;
 	if (id >= c->cap) {
 		size_t old = c->cap;
-		if (grow((void **)&c->h, &c->cap, (size_t)id + 1, sizeof(uint64_t)) < 0)
+		if (mt_array_grow((void **)&c->h, &c->cap, (size_t)id, sizeof(uint64_t)) < 0)
 			return -ENOMEM;
 		memset(c->h + old, 0, (c->cap - old) * sizeof(uint64_t));
 	}
@@ -87,9 +72,9 @@ static int load_ranges(struct mt_reader *r, struct range_walk *w)
 	size_t cap2 = 0, cap3 = 0;
 	int rc = mt_reader_iter(r, &q, &it);
 	while (rc == 0 && (rc = mt_iter_next(it, &ev)) > 0) {
-		if (grow((void **)&w->ev, &w->cap, w->n + 1, sizeof(*w->ev)) < 0 ||
-		    grow((void **)&w->start, &cap2, w->n + 1, sizeof(uint64_t)) < 0 ||
-		    grow((void **)&w->process, &cap3, w->n + 1, sizeof(uint32_t)) < 0) {
+		if (mt_array_grow((void **)&w->ev, &w->cap, w->n, sizeof(*w->ev)) < 0 ||
+		    mt_array_grow((void **)&w->start, &cap2, w->n, sizeof(uint64_t)) < 0 ||
+		    mt_array_grow((void **)&w->process, &cap3, w->n, sizeof(uint32_t)) < 0) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -117,8 +102,8 @@ static int innermost_range(struct range_walk *w, uint32_t process, uint64_t ts, 
 			       ((size_t)p + 1 - w->nproc) * sizeof(*w->proc));
 			w->nproc = (size_t)p + 1;
 		}
-		if (grow((void **)&w->proc[p].open, &w->proc[p].cap, w->proc[p].n + 1,
-		         sizeof(uint32_t)) < 0)
+		if (mt_array_grow((void **)&w->proc[p].open, &w->proc[p].cap, w->proc[p].n,
+		                  sizeof(uint32_t)) < 0)
 			return -ENOMEM;
 		w->proc[p].open[w->proc[p].n++] = (uint32_t)w->next;
 	}
@@ -166,7 +151,8 @@ static int stream_index(struct loader *l, uint64_t stream, uint32_t *index)
 			*index = (uint32_t)i;
 			return 0;
 		}
-	if (grow((void **)&l->stream_ids, &l->stream_cap, l->nstreams + 1, sizeof(uint64_t)) < 0)
+	if (mt_array_grow((void **)&l->stream_ids, &l->stream_cap, l->nstreams, sizeof(uint64_t)) <
+	    0)
 		return -ENOMEM;
 	l->stream_ids[l->nstreams] = stream;
 	*index = (uint32_t)l->nstreams++;

@@ -459,18 +459,20 @@ void rec_activity_after_fork_child(void)
 	filled.len = 0;
 }
 
-int rec_activity_start(bool kernels)
+int rec_activity_start(unsigned kernels_mode)
 {
 	static const CUpti_ActivityKind always[] = {
 		CUPTI_ACTIVITY_KIND_MEMORY2,
 		CUPTI_ACTIVITY_KIND_MEMORY_POOL,
 		CUPTI_ACTIVITY_KIND_MARKER,
 	};
-	static const CUpti_ActivityKind timed[] = {
-		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	/* copies and sets cost a launch nothing measurable (bench/RESULTS.md);
+	 * kernel records cost it most of what recording costs */
+	static const CUpti_ActivityKind copies[] = {
 		CUPTI_ACTIVITY_KIND_MEMCPY,
 		CUPTI_ACTIVITY_KIND_MEMSET,
 	};
+	bool with_copies = kernels_mode != MT_RECORD_KERNELS_NONE;
 	uint8_t zeroed = 1;
 	size_t zeroed_size = sizeof(zeroed);
 	CUptiResult rc;
@@ -482,9 +484,11 @@ int rec_activity_start(bool kernels)
 	rc = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	for (size_t i = 0; rc == CUPTI_SUCCESS && i < sizeof(always) / sizeof(always[0]); i++)
 		rc = cuptiActivityEnable(always[i]);
-	for (size_t i = 0; kernels && rc == CUPTI_SUCCESS && i < sizeof(timed) / sizeof(timed[0]);
-	     i++)
-		rc = cuptiActivityEnable(timed[i]);
+	for (size_t i = 0;
+	     with_copies && rc == CUPTI_SUCCESS && i < sizeof(copies) / sizeof(copies[0]); i++)
+		rc = cuptiActivityEnable(copies[i]);
+	if (rc == CUPTI_SUCCESS && kernels_mode == MT_RECORD_KERNELS_GPU)
+		rc = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	if (rc != CUPTI_SUCCESS) {
 		const char *s = NULL;
 		cuptiGetResultString(rc, &s);

@@ -27,6 +27,7 @@ static struct sigaction previous_actions[N_SIGNALS];
 static void commit_locked(void)
 {
 	rec_state.dropped += rec_activity_drain_locked();
+	rec_launches_drain_locked();
 	rec_torch_drain();
 	rec_sink_commit_locked();
 }
@@ -162,6 +163,7 @@ static void after_fork_child(void)
 	rec_state.thread_started = false;
 	rec_activity_after_fork_child();
 	rec_torch_after_fork_child();
+	rec_launches_after_fork_child();
 	rec_capture_after_fork_child();
 }
 

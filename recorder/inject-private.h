@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "memtrace-format.h"
+#include "memtrace-recorder.h"
 
 /* Where call sites come from (MEMTRACE_STACKS). */
 enum rec_stacks {
@@ -53,8 +54,8 @@ struct rec_state {
 	atomic_bool enabled; /* false after a fatal recorder failure */
 	atomic_bool warned;  /* the one warning line has been printed */
 	atomic_bool stopping;
-	bool root;    /* no recorded parent process */
-	bool kernels; /* CONCURRENT_KERNEL/MEMCPY/MEMSET wanted */
+	bool root;        /* no recorded parent process */
+	unsigned kernels; /* enum mt_record_kernels (MEMTRACE_KERNELS) */
 	enum rec_stacks stacks;
 	unsigned sample_ms;
 	bool moment_readings; /* readings at failures and peaks (MEMTRACE_MOMENT_READINGS) */
@@ -124,8 +125,10 @@ int rec_flush_start(void);
 
 /* ---- CUPTI (inject-activity.c, inject-callbacks.c) ---- */
 
-/* Enables the activity kinds and registers the buffer callbacks. */
-int rec_activity_start(bool kernels);
+/* Enables the activity kinds for kernels_mode (enum mt_record_kernels:
+ * kernel records with gpu, memcpy and memset records with gpu and launch)
+ * and registers the buffer callbacks. */
+int rec_activity_start(unsigned kernels_mode);
 /* Reads the buffers CUPTI has handed back into the writer and recycles
  * them; writer_lock held. Returns the records CUPTI dropped since the last
  * call. */
@@ -145,6 +148,22 @@ uint32_t rec_callbacks_site_for(uint32_t correlation);
 /* Whether an allocation or free call returned since the last call of this
  * function (which clears it). */
 bool rec_callbacks_memory_changed(void);
+
+/* ---- kernels from the launch callbacks (inject-launches.c) ---- */
+
+/* Whether CUPTI's callback id of that domain is a kernel, cooperative or
+ * graph launch. */
+bool rec_launches_is_launch(int driver, uint32_t cbid);
+/* The launch callback ids of a domain into *ids; returns their number. */
+size_t rec_launches_ids(int driver, const uint32_t **ids);
+/* A launch call's callback (enter and exit; cb is CUpti_CallbackData):
+ * at the exit of one not made inside another, queues its record. Any
+ * thread, lock-free unless the ring is full. */
+void rec_launches_on_callback(int driver, uint32_t cbid, const void *cb);
+/* Turns the queued launches into kernel events; writer_lock held. */
+void rec_launches_drain_locked(void);
+/* In a child forked without exec: forgets the parent's queued launches. */
+void rec_launches_after_fork_child(void);
 
 /* ---- libcuda and NVML, loaded with dlopen (inject-device.c) ---- */
 
@@ -203,15 +222,28 @@ void rec_torch_after_fork_child(void);
 
 /* ---- lock-free ring of raw PyTorch events (inject-ring.c) ---- */
 
-/* One allocator event as the bridge's calling thread saw it; the ring copies
- * it verbatim. */
-struct rec_ring_record {
-	uint64_t address;
-	uint64_t bytes;
-	uint64_t ts;
+/* A kernel launch as the launching thread saw it (--kernels launch). */
+struct rec_launch {
+	const char *symbol; /* CUPTI's symbolName of the call; NULL for a graph */
+	uint32_t correlation;
 	uint32_t stream; /* CUPTI stream id */
-	uint32_t site;
-	int action;
+	uint32_t device; /* CUDA ordinal */
+};
+
+/* One record as the producing thread saw it, copied verbatim by the ring:
+ * an allocator event of the PyTorch bridge, or a kernel launch. */
+struct rec_ring_record {
+	uint64_t ts;
+	union {
+		struct {
+			uint64_t address;
+			uint64_t bytes;
+			uint32_t stream; /* CUPTI stream id */
+			uint32_t site;
+			int action;
+		};
+		struct rec_launch launch;
+	};
 };
 
 /* A bounded queue of records: any number of producers without a lock, one

@@ -145,6 +145,7 @@ int rec_sink_open(const char *capture)
 		set_meta_locked("capture", capture);
 		set_meta_locked("capture_env", getenv("MEMTRACE_CAPTURE_ENV"));
 		set_meta_locked("stacks", getenv("MEMTRACE_STACKS"));
+		set_meta_locked("kernels", mt_record_kernels_name(rec_state.kernels));
 		add_meta_locked("dropped_records", 0); /* there from the start */
 	}
 	pthread_mutex_unlock(&in->writer_lock);

@@ -56,7 +56,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	char capture[256];
 	int rc;
 
-	in->kernels = !(kernels && !strcmp(kernels, "0"));
+	if (mt_record_kernels_parse(kernels, &in->kernels) < 0)
+		in->kernels = MT_RECORD_KERNELS_LAUNCH;
 	in->stacks = !stacks                     ? REC_STACKS_NONE
 	             : !strcmp(stacks, "python") ? REC_STACKS_PYTHON
 	             : !strcmp(stacks, "native") ? REC_STACKS_NATIVE

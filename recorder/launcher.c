@@ -306,7 +306,7 @@ static int build_env(struct mt_record_run *run, const struct mt_record_options *
 	if (rc == 0)
 		rc = env_set(run, "MEMTRACE_OUTPUT", run->output);
 	if (rc == 0)
-		rc = env_set(run, "MEMTRACE_KERNELS", opts->kernels ? "1" : "0");
+		rc = env_set(run, "MEMTRACE_KERNELS", mt_record_kernels_name(opts->kernels));
 	if (rc == 0)
 		rc = env_set(run, "MEMTRACE_SAMPLE_MS", num);
 	if (opts->capture == MT_CAPTURE_AS_IS) {

@@ -15,7 +15,9 @@
  *   MEMTRACE_CAPTURE    "requests" or "as-is" (--capture); each process
  *                       decides its own capture label from it
  *   MEMTRACE_CAPTURE_ENV  the variables the launcher set, for meta
- *   MEMTRACE_KERNELS    "0" = no kernel, memcpy or memset records
+ *   MEMTRACE_KERNELS    how kernels are recorded (--kernels): "gpu",
+ *                       "launch" or "none" (mt_record_kernels_parse);
+ *                       written to the trace's meta "kernels"
  *   MEMTRACE_SAMPLE_MS  device-memory sampling period, 0 = none
  *   MEMTRACE_MOMENT_READINGS  "0" = no device-memory readings at failed
  *                       allocations and reserved-peak raises (a bench knob)
@@ -51,10 +53,28 @@ enum mt_record_stacks {
 	MT_RECORD_STACKS_NATIVE,
 };
 
+/* How kernels come onto the timeline (--kernels). */
+enum mt_record_kernels {
+	/* CUPTI's kernel, memcpy and memset activity records: GPU start and
+	 * end of each */
+	MT_RECORD_KERNELS_GPU = 0,
+	/* the default: CUPTI callbacks on the launch APIs: each kernel at the
+	 * CPU time its launch call returned (name, stream, correlation id), no
+	 * GPU times; memcpy and memset activity records as with gpu */
+	MT_RECORD_KERNELS_LAUNCH,
+	MT_RECORD_KERNELS_NONE, /* no kernel, memcpy or memset records */
+};
+
+/* The mode a word names ("gpu", "launch", "none") into *mode; 0, or
+ * -EINVAL for any other word. */
+int mt_record_kernels_parse(const char *word, unsigned *mode);
+/* The word of a mode ("gpu", "launch", "none"); "gpu" for an unknown one. */
+const char *mt_record_kernels_name(unsigned mode);
+
 struct mt_record_options {
 	const char *output; /* trace path (may hold '%p'); NULL = memtrace.db */
 	unsigned capture;   /* enum mt_capture */
-	bool kernels;       /* kernel, memcpy and memset records */
+	unsigned kernels;   /* enum mt_record_kernels */
 	unsigned sample_ms; /* sampling period; 0 = no samples */
 	unsigned stacks;    /* enum mt_record_stacks */
 	const char *self;   /* path of the running memtrace binary (argv[0] or

@@ -6,14 +6,16 @@
  * arena; the arena splits free blocks to serve requests and merges a freed
  * block with free address neighbours of its segment. Free blocks sit in
  * ordered sets for the chosen fit: best fit, one set by (stream, size,
- * position) in size-class bins (sizebins-private.h); first fit, one tree per size class (8
- * classes per power of two) ordered by position with each class's lowest
- * block in a tournament tree, so the first fit is the lower of the
- * tournament's minimum over the classes above the request's and the first
- * fitting block of its own class: O(log classes) plus a short scan. A position is (segment creation
- * number, address): never the address alone, which differs between backends and runs, so that sim
- * and cuda replays choose the same blocks. With per_stream set (best fit only) a block freed on
- * stream s serves stream s first (rp_arena_alloc), others only when asked (rp_arena_alloc_any).
+ * position) in size-class bins (sizebins-private.h); first fit, one
+ * red-black tree by position in which each block keeps the size of the
+ * largest free block of its subtree, so the first fit is one descent: left
+ * while the left subtree holds a block large enough, else the block itself
+ * if it fits, else right (O(log n)). A position is (segment creation
+ * number, address): never the address alone, which differs between
+ * backends and runs, so that sim and cuda replays choose the same blocks.
+ * With per_stream set (best fit only) a block freed on stream s serves
+ * stream s first (rp_arena_alloc), others only when asked
+ * (rp_arena_alloc_any).
  * Allocated blocks are found by address through a hash map.
  */
 #ifndef MEMTRACE_ARENA_PRIVATE_H
@@ -34,20 +36,18 @@ enum rp_arena_fit {
 
 struct rp_arena_segment;
 
-/* first fit's size classes: those of rp_sizebins_class */
-#define RP_ARENA_CLASSES RP_SIZEBINS_CLASSES
-
 /* A block. The tree node and the fields the trees order by come first and
  * records start on a cache line, so a step of a descent reads one line. */
 struct rp_arena_block {
 	struct rp_rb_node node; /* in the free tree while free */
-	uint64_t stream;
+	uint64_t largest;       /* first fit, free: the largest free block of its subtree */
 	uint64_t bytes;
 	uint64_t seq; /* its segment's creation number */
 	uint64_t address;
 	struct rp_arena_block *prev, *next; /* address neighbours in the segment */
 	struct rp_arena_segment *segment;
 	uint64_t requested; /* allocated: bytes the owner was asked for */
+	uint64_t stream;
 	bool allocated;
 };
 
@@ -62,25 +62,13 @@ struct rp_arena_segment {
 	struct rp_rb_node node; /* in the segment tree, by seq */
 };
 
-/* A place of the first-fit tournament: a block and its position (segment
- * creation number, address) beside it, so that replaying a match reads no
- * block; an empty place has no block and the highest position. */
-struct rp_arena_seat {
-	uint64_t seq, address;
-	struct rp_arena_block *block;
-};
-
 struct rp_arena {
 	enum rp_arena_fit fit;
 	bool per_stream;
 	uint64_t min_split;           /* remainders smaller than this stay in the block */
 	struct rp_sizebins free_bins; /* best fit: free blocks */
-	/* first fit: free blocks per size class, and a tournament tree over
-	 * the classes' lowest blocks (leaf RP_ARENA_CLASSES + c: class c's
-	 * lowest; inner nodes: the lower of their children) */
-	struct rp_rb_tree classes[RP_ARENA_CLASSES];
-	struct rp_arena_seat class_min[2 * RP_ARENA_CLASSES];
-	struct rp_rb_tree segments; /* by creation (seq) */
+	struct rp_rb_tree by_place;   /* first fit: free blocks by position, augmented */
+	struct rp_rb_tree segments;   /* by creation (seq) */
 	uint64_t next_seq;
 	struct rp_addrmap live;       /* address -> allocated block */
 	uint64_t allocated;           /* bytes of allocated blocks */

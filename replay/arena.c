@@ -53,10 +53,23 @@ static int segment_cmp(const struct rp_rb_node *a, const struct rp_rb_node *b)
 	return rp_cmp4(SEGMENT(a)->seq, SEGMENT(b)->seq, 0, 0, 0, 0, 0, 0);
 }
 
-static struct rp_arena_seat seat_of(struct rp_arena_block *b)
+static uint64_t largest_below(const struct rp_rb_node *n)
 {
-	return b ? (struct rp_arena_seat){ b->seq, b->address, b }
-	         : (struct rp_arena_seat){ UINT64_MAX, UINT64_MAX, NULL };
+	return n ? BLOCK(n)->largest : 0;
+}
+
+/* First fit's aggregate: the largest free block of n's subtree. */
+static bool recount(struct rp_rb_node *n)
+{
+	struct rp_arena_block *b = BLOCK(n);
+	uint64_t l = largest_below(n->child[0]), r = largest_below(n->child[1]);
+	uint64_t m = b->bytes > l ? b->bytes : l;
+
+	m = m > r ? m : r;
+	if (m == b->largest)
+		return false;
+	b->largest = m;
+	return true;
 }
 
 void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, uint64_t min_split)
@@ -67,8 +80,7 @@ void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, u
 	a->min_split = min_split ? min_split : 1;
 	rp_sizebins_init(&a->free_bins);
 	rp_rb_init(&a->segments);
-	for (size_t i = 0; i < 2 * RP_ARENA_CLASSES; i++)
-		a->class_min[i] = seat_of(NULL);
+	rp_rb_init(&a->by_place);
 	rp_addrmap_init(&a->live);
 	a->allocated = 0;
 	a->reserved = 0;
@@ -113,23 +125,13 @@ static struct rp_arena_block *new_block(struct rp_arena *a)
 	return rp_rb_record_new(sizeof(*b));
 }
 
-static struct rp_arena_seat lower(struct rp_arena_seat x, struct rp_arena_seat y)
+/* First fit: a free block of `bytes` came to be at or below n (it grew in
+ * place, or is new), so the largest blocks from n up can only have grown
+ * to its size: one load a level, no recount. */
+static void raise_largest(struct rp_rb_node *n, uint64_t bytes)
 {
-	return rp_cmp4(x.seq, y.seq, x.address, y.address, 0, 0, 0, 0) <= 0 ? x : y;
-}
-
-/* Sets class c's lowest block and replays the tournament above it, up to
- * the first match whose winner stays (the ones above it stay too). */
-static void set_class_min(struct rp_arena *a, unsigned c, struct rp_arena_block *b)
-{
-	size_t i = RP_ARENA_CLASSES + c;
-	a->class_min[i] = seat_of(b);
-	for (i /= 2; i >= 1; i /= 2) {
-		struct rp_arena_seat w = lower(a->class_min[2 * i], a->class_min[2 * i + 1]);
-		if (w.block == a->class_min[i].block)
-			break;
-		a->class_min[i] = w;
-	}
+	for (; n && BLOCK(n)->largest < bytes; n = n->parent)
+		BLOCK(n)->largest = bytes;
 }
 
 static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
@@ -139,11 +141,12 @@ static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 		rp_sizebins_insert(&a->free_bins, &b->node, b->stream, b->bytes, best_cmp);
 		return;
 	}
-	unsigned c = rp_sizebins_class(b->bytes);
-	rp_rb_insert(&a->classes[c], &b->node, first_cmp);
-	struct rp_arena_seat *m = &a->class_min[RP_ARENA_CLASSES + c];
-	if (rp_cmp4(b->seq, m->seq, b->address, m->address, 0, 0, 0, 0) < 0)
-		set_class_min(a, c, b);
+	/* the path down raised first (one load a level): linking then finds
+	 * the maxima above right and recounts no further than the parent */
+	struct rp_rb_node *parent, **link = rp_rb_slot(&a->by_place, &b->node, first_cmp, &parent);
+	b->largest = b->bytes;
+	raise_largest(parent, b->bytes);
+	rp_rb_link_aug(&a->by_place, &b->node, parent, link, recount);
 }
 
 static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
@@ -152,12 +155,22 @@ static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
 		rp_sizebins_erase(&a->free_bins, &b->node);
 		return;
 	}
-	unsigned c = rp_sizebins_class(b->bytes);
-	bool lowest = a->class_min[RP_ARENA_CLASSES + c].block == b;
-	struct rp_rb_node *next = lowest ? rp_rb_next(&b->node) : NULL;
-	rp_rb_erase(&a->classes[c], &b->node);
-	if (lowest)
-		set_class_min(a, c, next ? BLOCK(next) : NULL);
+	rp_rb_erase_aug(&a->by_place, &b->node, recount);
+}
+
+/* Free block b leaves the free set and free block c, which sorts where b
+ * did for first fit (they are address neighbours with nothing free between
+ * them), comes in: first fit puts c in b's place in the tree, with no
+ * descent or rebalancing. */
+static void swap_free(struct rp_arena *a, struct rp_arena_block *b, struct rp_arena_block *c)
+{
+	if (a->fit == RP_ARENA_BEST_FIT) {
+		erase_free(a, b);
+		insert_free(a, c);
+		return;
+	}
+	c->allocated = false;
+	rp_rb_replace_aug(&a->by_place, &b->node, &c->node, recount);
 }
 
 /* Makes the best-fit bins of the stream that free blocks will carry (the
@@ -197,29 +210,21 @@ int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, u
 }
 
 /* First fit: the lowest-placed free block (by segment creation, then
- * address) of at least bytes. Every
- * block of a class above the request's fits, so only the request's own
- * class needs a scan, and only below the best address found above. */
+ * address) of at least bytes: left while the left subtree holds one, else
+ * this block when it fits, else right (where one then is). */
 static struct rp_arena_block *first_fit(struct rp_arena *a, uint64_t bytes)
 {
-	unsigned c = rp_sizebins_class(bytes);
-	struct rp_arena_seat best = seat_of(NULL);
-	/* tournament minimum over classes [c + 1, CLASSES) */
-	for (size_t lo = RP_ARENA_CLASSES + c + 1, hi = 2 * RP_ARENA_CLASSES; lo < hi;
-	     lo /= 2, hi /= 2) {
-		if (lo & 1)
-			best = lower(best, a->class_min[lo++]);
-		if (hi & 1)
-			best = lower(best, a->class_min[--hi]);
-	}
-	struct rp_arena_block *own = a->class_min[RP_ARENA_CLASSES + c].block;
-	for (struct rp_rb_node *n = own ? &own->node : NULL; n; n = rp_rb_next(n)) {
-		if (pos_cmp(best.seq, best.address, BLOCK(n)) < 0)
-			break;
-		if (BLOCK(n)->bytes >= bytes)
+	struct rp_rb_node *n = a->by_place.root;
+	if (largest_below(n) < bytes)
+		return NULL;
+	for (;;) {
+		if (largest_below(n->child[0]) >= bytes)
+			n = n->child[0];
+		else if (BLOCK(n)->bytes >= bytes)
 			return BLOCK(n);
+		else
+			n = n->child[1];
 	}
-	return best.block;
 }
 
 /* The free block of `stream` that the fit picks for bytes, or NULL. */
@@ -247,12 +252,11 @@ static int take(struct rp_arena *a, struct rp_arena_block *b, uint64_t bytes, ui
 			                         .next = b->next,
 			                         .seq = b->seq,
 			                         .segment = b->segment };
-		erase_free(a, b);
+		swap_free(a, b, rest);
 		if (b->next)
 			b->next->prev = rest;
 		b->next = rest;
 		b->bytes = bytes;
-		insert_free(a, rest);
 	} else {
 		erase_free(a, b);
 	}
@@ -310,9 +314,20 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 	a->allocated -= b->bytes;
 	a->requested -= b->requested;
 	b->stream = a->per_stream ? stream : 0;
+	/* The free set changes first and the sizes after, so that first
+	 * fit's tree is right at each change: it keeps a free neighbour's
+	 * place for the merged block (which sorts where that one did) and then
+	 * raises the largest blocks above it. */
+	bool first = a->fit == RP_ARENA_FIRST_FIT;
 	struct rp_arena_block *p = b->prev, *n = b->next;
-	if (p && !p->allocated) {
+	bool pfree = p && !p->allocated, nfree = n && !n->allocated;
+	if (pfree && !first)
 		erase_free(a, p);
+	if (nfree && first && !pfree)
+		swap_free(a, n, b);
+	else if (nfree)
+		erase_free(a, n);
+	if (pfree) {
 		p->bytes += b->bytes;
 		p->next = n;
 		if (n)
@@ -321,15 +336,17 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 		recycle(a, b);
 		b = p;
 	}
-	if (n && !n->allocated) {
-		erase_free(a, n);
+	if (nfree) {
 		b->bytes += n->bytes;
 		b->next = n->next;
 		if (n->next)
 			n->next->prev = b;
 		recycle(a, n);
 	}
-	insert_free(a, b);
+	if (first && (pfree || nfree))
+		raise_largest(&b->node, b->bytes);
+	else
+		insert_free(a, b);
 	return 0;
 }
 
@@ -380,6 +397,8 @@ int rp_arena_walk(struct rp_arena *a, mt_policy_walk_fn fn, void *data)
 
 uint64_t rp_arena_largest_free(const struct rp_arena *a)
 {
+	if (a->fit == RP_ARENA_FIRST_FIT)
+		return largest_below(a->by_place.root);
 	uint64_t best = 0;
 	for (struct rp_rb_node *n = rp_rb_first(&a->segments); n; n = rp_rb_next(n))
 		for (const struct rp_arena_block *b = SEGMENT(n)->first; b; b = b->next)

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 
 #include "addrmap-private.h"
+#include "mapbits-private.h"
 #include "memtrace-replay.h"
 
 struct rp_backend_impl {
@@ -26,6 +27,7 @@ struct rp_backend_impl {
 	int (*va_free)(struct mt_backend *b, uint64_t va, uint64_t bytes);
 	int (*mem_create)(struct mt_backend *b, uint64_t bytes, uint64_t *handle);
 	int (*mem_release)(struct mt_backend *b, uint64_t handle);
+	/* NULL (both) when a mapping is only bookkeeping, which backend.c keeps */
 	int (*map)(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t handle);
 	int (*unmap)(struct mt_backend *b, uint64_t va, uint64_t bytes);
 	/* *grew: driver calls the pool made to grow (counted as alloc_calls) */
@@ -54,7 +56,7 @@ struct mt_backend {
 	struct rp_addrmap plain;   /* address -> bytes */
 	struct rp_addrmap handles; /* handle -> bytes */
 	struct rp_addrmap vas;     /* va -> bytes */
-	struct rp_addrmap maps;    /* va -> bytes */
+	struct rp_mapbits maps;    /* what is mapped */
 	char message[256];
 };
 

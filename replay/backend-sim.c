@@ -79,16 +79,6 @@ static int sim_mem_create(struct mt_backend *b, uint64_t bytes, uint64_t *handle
 	return 0;
 }
 
-static int sim_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t handle)
-{
-	return 0;
-}
-
-static int sim_unmap(struct mt_backend *b, uint64_t va, uint64_t bytes)
-{
-	return 0;
-}
-
 static int sim_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream, uint64_t *address,
                           unsigned *grew)
 {
@@ -178,8 +168,8 @@ static const struct rp_backend_impl sim_impl = {
 	.va_free = sim_va_free,
 	.mem_create = sim_mem_create,
 	.mem_release = sim_nop_free,
-	.map = sim_map,
-	.unmap = sim_unmap,
+	.map = NULL, /* mappings are backend.c's bookkeeping alone */
+	.unmap = NULL,
 	.pool_alloc = sim_pool_alloc,
 	.pool_free = sim_pool_free,
 	.pool_trim = sim_pool_trim,

@@ -41,8 +41,15 @@ int mt_backend_create(struct mt_backend **out, enum mt_backend_kind kind, unsign
 		free(b);
 		return rc;
 	}
+	rp_mapbits_init(&b->maps, b->granularity);
 	*out = b;
 	return 0;
+}
+
+static void unmap_one(void *data, uint64_t va, uint64_t bytes)
+{
+	struct mt_backend *b = data;
+	b->impl->unmap(b, va, bytes);
 }
 
 void mt_backend_destroy(struct mt_backend *b)
@@ -51,8 +58,8 @@ void mt_backend_destroy(struct mt_backend *b)
 		return;
 	const struct rp_addrmap_slot *s;
 	size_t i;
-	for (i = 0; rp_addrmap_next(&b->maps, &i, &s);)
-		b->impl->unmap(b, s->key, s->value);
+	if (b->impl->unmap)
+		rp_mapbits_each(&b->maps, unmap_one, b);
 	for (i = 0; rp_addrmap_next(&b->handles, &i, &s);)
 		b->impl->mem_release(b, s->key);
 	for (i = 0; rp_addrmap_next(&b->vas, &i, &s);)
@@ -60,7 +67,7 @@ void mt_backend_destroy(struct mt_backend *b)
 	for (i = 0; rp_addrmap_next(&b->plain, &i, &s);)
 		b->impl->free(b, s->key);
 	b->impl->destroy(b);
-	rp_addrmap_release(&b->maps);
+	rp_mapbits_release(&b->maps);
 	rp_addrmap_release(&b->handles);
 	rp_addrmap_release(&b->vas);
 	rp_addrmap_release(&b->plain);
@@ -178,13 +185,19 @@ int mt_backend_va_reserve(struct mt_backend *b, uint64_t bytes, uint64_t *va)
 
 int mt_backend_va_free(struct mt_backend *b, uint64_t va, uint64_t bytes)
 {
-	uint64_t have;
-	if (!rp_addrmap_get(&b->vas, va, &have) || have != bytes)
+	/* one probe: removed, and put back (which cannot need more room) when
+	 * it is of another size or the free fails */
+	uint64_t have = 0;
+	bool reserved = rp_addrmap_remove(&b->vas, va, &have);
+	if (!reserved || have != bytes) {
+		if (reserved)
+			rp_addrmap_put(&b->vas, va, have);
 		return rp_backend_fail(b, -EINVAL, "no address reservation of %llu bytes at 0x%llx",
 		                       (unsigned long long)bytes, (unsigned long long)va);
+	}
 	int rc = b->impl->va_free(b, va, bytes);
-	if (rc == 0)
-		rp_addrmap_remove(&b->vas, va, NULL);
+	if (rc < 0)
+		rp_addrmap_put(&b->vas, va, have);
 	return rc;
 }
 
@@ -220,51 +233,69 @@ int mt_backend_mem_release(struct mt_backend *b, uint64_t handle)
 	return 0;
 }
 
-int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t handle)
+int mt_backend_map_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, const uint64_t *handles,
+                         uint64_t n)
 {
-	uint64_t hbytes;
 	int rc = check_granule(b, bytes, "mapping");
 	if (rc < 0)
 		return rc;
-	if (!rp_addrmap_get(&b->handles, handle, &hbytes) || hbytes != bytes)
-		return rp_backend_fail(b, -EINVAL,
-		                       "map of %llu bytes: handle %llu unknown or of "
-		                       "another size",
-		                       (unsigned long long)bytes, (unsigned long long)handle);
-	/* one probe: noted as mapped unless it already is, forgotten if the
-	 * map fails */
-	if (va % b->granularity || (rc = rp_addrmap_insert(&b->maps, va, bytes)) == -EEXIST)
+	if (!n)
+		return rp_backend_fail(b, -EINVAL, "map of no pages");
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t hbytes;
+		if (!rp_addrmap_get(&b->handles, handles[i], &hbytes) || hbytes != bytes)
+			return rp_backend_fail(b, -EINVAL,
+			                       "map of %llu bytes: handle %llu unknown or of "
+			                       "another size",
+			                       (unsigned long long)bytes,
+			                       (unsigned long long)handles[i]);
+	}
+	/* noted as mapped unless one already is, forgotten if a map fails */
+	if (va % b->granularity || (rc = rp_mapbits_add(&b->maps, va, bytes, n)) == -EEXIST)
 		return rp_backend_fail(b, -EINVAL, "map at 0x%llx: unaligned or already mapped",
 		                       (unsigned long long)va);
 	if (rc < 0)
 		return rp_backend_fail(b, -ENOMEM, "out of host memory");
-	if ((rc = b->impl->map(b, va, bytes, handle)) < 0) {
-		rp_addrmap_remove(&b->maps, va, NULL);
-		return rc;
+	for (uint64_t i = 0; b->impl->map && i < n; i++) {
+		if ((rc = b->impl->map(b, va + i * bytes, bytes, handles[i])) < 0) {
+			while (i--)
+				b->impl->unmap(b, va + i * bytes, bytes);
+			rp_mapbits_remove(&b->maps, va, bytes, n);
+			return rc;
+		}
 	}
-	b->stats.map_calls++;
+	b->stats.map_calls += n;
+	return 0;
+}
+
+int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t handle)
+{
+	return mt_backend_map_pages(b, va, bytes, &handle, 1);
+}
+
+int mt_backend_unmap_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t n)
+{
+	/* forgotten, and noted again from where an unmap fails */
+	int rc;
+	if (!n)
+		return rp_backend_fail(b, -EINVAL, "unmap of no pages");
+	if (rp_mapbits_remove(&b->maps, va, bytes, n) < 0)
+		return rp_backend_fail(b, -EINVAL, "no mapping of %llu bytes at 0x%llx",
+		                       (unsigned long long)bytes, (unsigned long long)va);
+	for (uint64_t i = 0; b->impl->unmap && i < n; i++) {
+		if ((rc = b->impl->unmap(b, va + i * bytes, bytes)) < 0) {
+			rp_mapbits_add(&b->maps, va + i * bytes, bytes, n - i);
+			b->stats.unmap_calls += i;
+			return rc;
+		}
+	}
+	b->stats.unmap_calls += n;
 	return 0;
 }
 
 int mt_backend_unmap(struct mt_backend *b, uint64_t va, uint64_t bytes)
 {
-	/* one probe: removed, and put back (which cannot need more room) when
-	 * it is of another size or the unmap fails */
-	uint64_t have = 0;
-	bool mapped = rp_addrmap_remove(&b->maps, va, &have);
-	if (!mapped || have != bytes) {
-		if (mapped)
-			rp_addrmap_put(&b->maps, va, have);
-		return rp_backend_fail(b, -EINVAL, "no mapping of %llu bytes at 0x%llx",
-		                       (unsigned long long)bytes, (unsigned long long)va);
-	}
-	int rc = b->impl->unmap(b, va, bytes);
-	if (rc < 0) {
-		rp_addrmap_put(&b->maps, va, have);
-		return rc;
-	}
-	b->stats.unmap_calls++;
-	return 0;
+	return mt_backend_unmap_pages(b, va, bytes, 1);
 }
 
 int mt_backend_pool_alloc(struct mt_backend *b, uint64_t bytes, uint64_t stream, uint64_t *address)

@@ -425,7 +425,6 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 				           .opt = &opts[i],
 				           .res = &res[i],
 				           .id = (unsigned)i,
-				           .report = n == 1,
 				           .err = errs + i * errlen,
 				           .errlen = errlen };
 	}
@@ -438,16 +437,19 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 		goto out;
 	}
 	if (rc == 0 && any_offline)
-		rc = rp_request_stream_lifetimes(s, &lifetimes, errs, errlen);
+		rc = rp_request_stream_lifetimes(s, &opts[0], &lifetimes, errs, errlen);
 	if (rc == 0 && s->reader && n)
 		rc = rp_feed_start(&feed, s, (unsigned)n, opts[0].interrupted, errs, errlen);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		runs[i].lifetimes = lifetimes;
 		runs[i].feed = feed;
 	}
-	if (rc == 0 && n == 1)
+	/* an offline policy plans before it replays: on a thread, so that
+	 * progress goes on meanwhile */
+	if (rc == 0 && n == 1 && !any_offline) {
+		runs[0].report = true;
 		run_one(&runs[0]);
-	else if (rc == 0)
+	} else if (rc == 0)
 		rc = run_threads(runs, n, errs, errlen);
 	double stream_seconds = rp_feed_stop(feed);
 	for (size_t i = 0; rc == 0 && i < n; i++) {

@@ -94,7 +94,17 @@ int mt_backend_mem_create(struct mt_backend *b, uint64_t bytes, uint64_t *handle
 int mt_backend_mem_release(struct mt_backend *b, uint64_t handle);
 /* Maps handle at va (and grants read/write access). */
 int mt_backend_map(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t handle);
+/* Unmaps the mapping of bytes at va. */
 int mt_backend_unmap(struct mt_backend *b, uint64_t va, uint64_t bytes);
+/* n mt_backend_map calls in one: handles[i] (each of bytes) at va + i bytes,
+ * counted as n map calls; all or nothing (a failed map undoes the ones
+ * before it). */
+int mt_backend_map_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, const uint64_t *handles,
+                         uint64_t n);
+/* n mt_backend_unmap calls in one: the mappings of bytes at va + i bytes,
+ * i < n, counted as n unmap calls; -EINVAL, with nothing unmapped, unless
+ * each is a mapping of bytes. */
+int mt_backend_unmap_pages(struct mt_backend *b, uint64_t va, uint64_t bytes, uint64_t n);
 
 /* Stream-ordered pool (cudaMallocAsync semantics on the device's default
  * pool with release threshold = capacity). sim approximates the driver's
@@ -346,10 +356,11 @@ int mt_replay_run(const struct mt_request_stream *s, const struct mt_replay_opti
  * those of n calls of mt_replay_run. rcs[i] receives replay i's status and
  * errs + i * errlen its message. progress and interrupted of opts[0] serve
  * the whole run: progress is called on the calling thread with the events
- * the slowest replay has done (every ~50 ms); interruption stops every
- * replay. Replays on the cuda backend run one after the other (they would
- * share one GPU's memory). Returns 0 when every replay returned 0, else the
- * first negative rcs[i]. */
+ * the slowest replay has done (every ~50 ms; 0 while the lifetimes that
+ * offline policies need are read and their plans made); interruption stops
+ * every replay, and the reading of the lifetimes. Replays on the cuda backend run one after the
+ * other (they would share one GPU's memory). Returns 0 when every replay returned 0, else the first
+ * negative rcs[i]. */
 int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay_options *opts,
                        size_t n, struct mt_replay_result *res, int *rcs, char *errs, size_t errlen);
 

@@ -8,6 +8,11 @@
  * tree allocates nothing, so insert and erase cannot fail. Nodes comparing
  * equal are allowed: a new node goes after its equals. Insert, erase and
  * lower_bound are O(log n); next/prev are amortised O(1).
+ *
+ * A tree may be augmented: the owner keeps in each record an aggregate of
+ * the record's subtree (first fit: the largest free block in it) and uses
+ * the _aug functions, which keep every aggregate right through links,
+ * erases and rotations in O(log n) recomputations.
  */
 #ifndef MEMTRACE_RBTREE_PRIVATE_H
 #define MEMTRACE_RBTREE_PRIVATE_H
@@ -81,22 +86,65 @@ void rp_rb_init(struct rp_rb_tree *t);
 void rp_rb_link(struct rp_rb_tree *t, struct rp_rb_node *n, struct rp_rb_node *parent,
                 struct rp_rb_node **link);
 
-/* Inserts n (not in any tree) in order by cmp, after the nodes equal to it.
- * Inline (as are the searches below) so a constant comparator is inlined
- * too: the policies' hot paths are these descents. */
+/* The NULL child slot where n goes in order by cmp (after the nodes equal
+ * to it), and its parent in *parent. Inline (as are the insertions and
+ * searches below) so a constant comparator is inlined too: the policies'
+ * hot paths are these descents. */
+static inline struct rp_rb_node **rp_rb_slot(struct rp_rb_tree *t, const struct rp_rb_node *n,
+                                             rp_rb_cmp_fn cmp, struct rp_rb_node **parent)
+{
+	struct rp_rb_node **link = &t->root;
+
+	*parent = NULL;
+	while (*link) {
+		*parent = *link;
+		link = &(*parent)->child[cmp(n, *parent) < 0 ? 0 : 1];
+	}
+	return link;
+}
+
+/* Inserts n (not in any tree) in order by cmp, after the nodes equal to it. */
 static inline void rp_rb_insert(struct rp_rb_tree *t, struct rp_rb_node *n, rp_rb_cmp_fn cmp)
 {
-	struct rp_rb_node *parent = NULL, **link = &t->root;
+	struct rp_rb_node *parent, **link = rp_rb_slot(t, n, cmp, &parent);
 
-	while (*link) {
-		parent = *link;
-		link = &parent->child[cmp(n, parent) < 0 ? 0 : 1];
-	}
 	rp_rb_link(t, n, parent, link);
 }
 
 /* Removes n, which must be in t. n's fields are undefined afterwards. */
 void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *n);
+
+/* Augmented trees: aug recomputes n's aggregate from n's own value and its
+ * children's aggregates, and returns whether it changed. */
+typedef bool (*rp_rb_aug_fn)(struct rp_rb_node *n);
+
+/* After n's own value changed in place (its order unchanged): recomputes
+ * the aggregates from n up, stopping where one stays the same (those above
+ * it stay too). n may be NULL. */
+static inline void rp_rb_propagate(struct rp_rb_node *n, rp_rb_aug_fn aug)
+{
+	while (n && aug(n))
+		n = n->parent;
+}
+
+/* rp_rb_link, rp_rb_insert and rp_rb_erase of an augmented tree. */
+void rp_rb_link_aug(struct rp_rb_tree *t, struct rp_rb_node *n, struct rp_rb_node *parent,
+                    struct rp_rb_node **link, rp_rb_aug_fn aug);
+void rp_rb_erase_aug(struct rp_rb_tree *t, struct rp_rb_node *n, rp_rb_aug_fn aug);
+
+static inline void rp_rb_insert_aug(struct rp_rb_tree *t, struct rp_rb_node *n, rp_rb_cmp_fn cmp,
+                                    rp_rb_aug_fn aug)
+{
+	struct rp_rb_node *parent, **link = rp_rb_slot(t, n, cmp, &parent);
+
+	rp_rb_link_aug(t, n, parent, link, aug);
+}
+
+/* Puts n (in no tree) in old's place in an augmented tree and takes old
+ * out, with no rebalancing: n must sort where old did (between old's
+ * neighbours). n's tag is left alone. */
+void rp_rb_replace_aug(struct rp_rb_tree *t, struct rp_rb_node *old, struct rp_rb_node *n,
+                       rp_rb_aug_fn aug);
 
 /* Smallest / largest node, or NULL when t is empty. */
 struct rp_rb_node *rp_rb_first(const struct rp_rb_tree *t);

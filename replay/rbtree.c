@@ -24,9 +24,16 @@ static void replace_child(struct rp_rb_tree *t, struct rp_rb_node *parent, struc
 		parent->child[1] = new;
 }
 
+/* The functions below take the aggregate's recomputation (NULL in a plain
+ * tree) and are inlined into a plain and an augmented copy, so that the
+ * plain trees pay nothing for the augmented ones. */
+#define RB_INLINE static inline __attribute__((always_inline))
+
 /* Rotates x down towards direction dir: dir 0 = left rotation (x's right
- * child takes its place), dir 1 = right rotation. */
-static void rotate(struct rp_rb_tree *t, struct rp_rb_node *x, int dir)
+ * child takes its place), dir 1 = right rotation. The rotated pair's
+ * subtree holds the same nodes, so only x's and then y's aggregates
+ * change. */
+RB_INLINE void rotate(struct rp_rb_tree *t, struct rp_rb_node *x, int dir, rp_rb_aug_fn aug)
 {
 	struct rp_rb_node *y = x->child[1 - dir];
 
@@ -37,6 +44,10 @@ static void rotate(struct rp_rb_tree *t, struct rp_rb_node *x, int dir)
 	replace_child(t, x->parent, x, y);
 	y->child[dir] = x;
 	x->parent = y;
+	if (aug) {
+		aug(x);
+		aug(y);
+	}
 }
 
 void rp_rb_init(struct rp_rb_tree *t)
@@ -45,7 +56,7 @@ void rp_rb_init(struct rp_rb_tree *t)
 	t->count = 0;
 }
 
-static void insert_fixup(struct rp_rb_tree *t, struct rp_rb_node *z)
+RB_INLINE void insert_fixup(struct rp_rb_tree *t, struct rp_rb_node *z, rp_rb_aug_fn aug)
 {
 	struct rp_rb_node *p;
 
@@ -62,26 +73,42 @@ static void insert_fixup(struct rp_rb_tree *t, struct rp_rb_node *z)
 			continue;
 		}
 		if (z == p->child[1 - d]) {
-			rotate(t, p, d);
+			rotate(t, p, d, aug);
 			z = p;
 			p = z->parent;
 		}
 		p->red = false;
 		g->red = true;
-		rotate(t, g, 1 - d);
+		rotate(t, g, 1 - d, aug);
 	}
 	t->root->red = false;
 }
 
-void rp_rb_link(struct rp_rb_tree *t, struct rp_rb_node *n, struct rp_rb_node *parent,
-                struct rp_rb_node **link)
+RB_INLINE void link_node(struct rp_rb_tree *t, struct rp_rb_node *n, struct rp_rb_node *parent,
+                         struct rp_rb_node **link, rp_rb_aug_fn aug)
 {
 	n->parent = parent;
 	n->child[0] = n->child[1] = NULL;
 	n->red = true;
 	*link = n;
 	t->count++;
-	insert_fixup(t, n);
+	if (aug) {
+		aug(n);
+		rp_rb_propagate(parent, aug);
+	}
+	insert_fixup(t, n, aug);
+}
+
+void rp_rb_link(struct rp_rb_tree *t, struct rp_rb_node *n, struct rp_rb_node *parent,
+                struct rp_rb_node **link)
+{
+	link_node(t, n, parent, link, NULL);
+}
+
+void rp_rb_link_aug(struct rp_rb_tree *t, struct rp_rb_node *n, struct rp_rb_node *parent,
+                    struct rp_rb_node **link, rp_rb_aug_fn aug)
+{
+	link_node(t, n, parent, link, aug);
 }
 
 static void transplant(struct rp_rb_tree *t, struct rp_rb_node *u, struct rp_rb_node *v)
@@ -92,7 +119,8 @@ static void transplant(struct rp_rb_tree *t, struct rp_rb_node *u, struct rp_rb_
 }
 
 /* x (possibly NULL) carries an extra black; xp is its parent. */
-static void erase_fixup(struct rp_rb_tree *t, struct rp_rb_node *x, struct rp_rb_node *xp)
+RB_INLINE void erase_fixup(struct rp_rb_tree *t, struct rp_rb_node *x, struct rp_rb_node *xp,
+                           rp_rb_aug_fn aug)
 {
 	while (x != t->root && !is_red(x)) {
 		int d = x == xp->child[0] ? 0 : 1;
@@ -101,7 +129,7 @@ static void erase_fixup(struct rp_rb_tree *t, struct rp_rb_node *x, struct rp_rb
 		if (w->red) {
 			w->red = false;
 			xp->red = true;
-			rotate(t, xp, d);
+			rotate(t, xp, d, aug);
 			w = xp->child[1 - d];
 		}
 		if (!is_red(w->child[0]) && !is_red(w->child[1])) {
@@ -113,13 +141,13 @@ static void erase_fixup(struct rp_rb_tree *t, struct rp_rb_node *x, struct rp_rb
 		if (!is_red(w->child[1 - d])) {
 			w->child[d]->red = false;
 			w->red = true;
-			rotate(t, w, 1 - d);
+			rotate(t, w, 1 - d, aug);
 			w = xp->child[1 - d];
 		}
 		w->red = xp->red;
 		xp->red = false;
 		w->child[1 - d]->red = false;
-		rotate(t, xp, d);
+		rotate(t, xp, d, aug);
 		x = t->root;
 	}
 	if (x)
@@ -140,9 +168,9 @@ static struct rp_rb_node *rightmost(struct rp_rb_node *n)
 	return n;
 }
 
-void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *z)
+RB_INLINE void erase_node(struct rp_rb_tree *t, struct rp_rb_node *z, rp_rb_aug_fn aug)
 {
-	struct rp_rb_node *x, *xp;
+	struct rp_rb_node *x, *xp, *moved = NULL;
 	bool removed_red;
 
 	if (!z->child[0] || !z->child[1]) {
@@ -167,10 +195,49 @@ void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *z)
 		y->child[0] = z->child[0];
 		y->child[0]->parent = y;
 		y->red = z->red;
+		moved = y;
 	}
 	t->count--;
+	/* every subtree that changed lies on the path from xp up: from where
+	 * the removed or moved node was, through where the moved one (z's
+	 * successor, when z had two children) went, whose subtree is new and
+	 * is counted whatever happened below it */
+	if (aug) {
+		struct rp_rb_node *p = xp;
+		while (p && p != moved && aug(p))
+			p = p->parent;
+		if (moved) {
+			aug(moved);
+			rp_rb_propagate(moved->parent, aug);
+		}
+	}
 	if (!removed_red)
-		erase_fixup(t, x, xp);
+		erase_fixup(t, x, xp, aug);
+}
+
+void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *z)
+{
+	erase_node(t, z, NULL);
+}
+
+void rp_rb_erase_aug(struct rp_rb_tree *t, struct rp_rb_node *z, rp_rb_aug_fn aug)
+{
+	erase_node(t, z, aug);
+}
+
+void rp_rb_replace_aug(struct rp_rb_tree *t, struct rp_rb_node *old, struct rp_rb_node *n,
+                       rp_rb_aug_fn aug)
+{
+	n->parent = old->parent;
+	n->child[0] = old->child[0];
+	n->child[1] = old->child[1];
+	n->red = old->red;
+	replace_child(t, old->parent, old, n);
+	for (int d = 0; d < 2; d++)
+		if (n->child[d])
+			n->child[d]->parent = n;
+	aug(n);
+	rp_rb_propagate(n->parent, aug);
 }
 
 struct rp_rb_node *rp_rb_first(const struct rp_rb_tree *t)

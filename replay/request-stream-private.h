@@ -72,9 +72,12 @@ void rp_cursor_close(struct rp_cursor *c);
 #define RP_CHUNK_STEPS 16384
 
 /* Every lifetime of the stream as positions in replay order, indexed by
- * request number (one pass; malloc'd, s->requests of them). Returns 0 or a
- * negative errno (message in err). */
-int rp_request_stream_lifetimes(const struct mt_request_stream *s, struct mt_plan_request **out,
+ * request number (one pass; malloc'd, s->requests of them). opt (NULL:
+ * none) is the replay's: the pass stops with -EINTR once *opt->interrupted
+ * is set, and calls opt->progress with 0 events done as it goes (nothing
+ * is replayed yet). Returns 0 or a negative errno (message in err). */
+int rp_request_stream_lifetimes(const struct mt_request_stream *s,
+                                const struct mt_replay_options *opt, struct mt_plan_request **out,
                                 char *err, size_t errlen);
 
 #endif /* MEMTRACE_REQUEST_STREAM_PRIVATE_H */

@@ -7,6 +7,7 @@
  * just before the first recorded event at or after that time. Loading a
  * trace runs the builder once for the summary; every cursor over a loaded
  * stream runs it again over the trace, a chunk at a time. */
+#include "memtrace-common.h"
 #include "config.h"
 
 #include <errno.h>
@@ -44,21 +45,6 @@ struct builder {
 	size_t nout, out_cap;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 1024;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static bool heap_less(const struct pending *a, const struct pending *b)
 {
 	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
@@ -66,7 +52,7 @@ static bool heap_less(const struct pending *a, const struct pending *b)
 
 static int heap_push(struct builder *bd, struct pending p)
 {
-	if (grow((void **)&bd->heap, &bd->heap_cap, bd->heap_len + 1, sizeof(p)) < 0)
+	if (mt_array_grow((void **)&bd->heap, &bd->heap_cap, bd->heap_len, sizeof(p)) < 0)
 		return -ENOMEM;
 	size_t i = bd->heap_len++;
 	while (i && heap_less(&p, &bd->heap[(i - 1) / 2])) {
@@ -101,13 +87,13 @@ static struct pending heap_pop(struct builder *bd)
 static int emit(struct builder *bd, uint32_t slot, bool is_free, uint64_t ts)
 {
 	const struct slot_info *si = &bd->slot[slot];
-	if (grow((void **)&bd->out, &bd->out_cap, bd->nout + 1, sizeof(*bd->out)) < 0)
+	if (mt_array_grow((void **)&bd->out, &bd->out_cap, bd->nout, sizeof(*bd->out)) < 0)
 		return -ENOMEM;
 	bd->out[bd->nout++] = (struct rp_step){ ts, si->bytes, si->stream, slot,
 		                                (si->request << 1) | (is_free ? 1u : 0u) };
 	if (!is_free)
 		return 0;
-	if (grow((void **)&bd->spare, &bd->spare_cap, bd->nspare + 1, sizeof(*bd->spare)) < 0)
+	if (mt_array_grow((void **)&bd->spare, &bd->spare_cap, bd->nspare, sizeof(*bd->spare)) < 0)
 		return -ENOMEM;
 	bd->spare[bd->nspare++] = slot;
 	return 0;
@@ -146,7 +132,8 @@ static int add_alloc(struct builder *bd, const struct mt_event *ev, uint64_t key
 	if (bd->nspare) {
 		slot = bd->spare[--bd->nspare];
 	} else {
-		if (grow((void **)&bd->slot, &bd->slot_cap, bd->nslots + 1, sizeof(*bd->slot)) < 0)
+		if (mt_array_grow((void **)&bd->slot, &bd->slot_cap, bd->nslots,
+		                  sizeof(*bd->slot)) < 0)
 			return -ENOMEM;
 		slot = (uint32_t)bd->nslots++;
 	}
@@ -184,8 +171,8 @@ static int note_segment(struct mt_request_stream *s, const struct mt_event *ev)
 	if (ev->kind != MT_EVENT_ALLOC || s->layer == MT_LAYER_DRIVER ||
 	    ev->alloc.layer != MT_LAYER_DRIVER || ev->alloc.mem_kind != MT_MEM_DEVICE)
 		return 0;
-	if (grow((void **)&s->segments, &s->segments_cap, s->nsegments + 1, sizeof(*s->segments)) <
-	    0)
+	if (mt_array_grow((void **)&s->segments, &s->segments_cap, s->nsegments,
+	                  sizeof(*s->segments)) < 0)
 		return -ENOMEM;
 	s->segments[s->nsegments++] =
 	        (struct mt_recorded_segment){ ev->alloc.address, ev->alloc.bytes };
@@ -473,7 +460,8 @@ void rp_cursor_close(struct rp_cursor *c)
 	free(c);
 }
 
-int rp_request_stream_lifetimes(const struct mt_request_stream *s, struct mt_plan_request **out,
+int rp_request_stream_lifetimes(const struct mt_request_stream *s,
+                                const struct mt_replay_options *opt, struct mt_plan_request **out,
                                 char *err, size_t errlen)
 {
 	struct mt_plan_request *reqs = malloc((s->requests ? s->requests : 1) * sizeof(*reqs));
@@ -483,6 +471,13 @@ int rp_request_stream_lifetimes(const struct mt_request_stream *s, struct mt_pla
 	size_t n;
 	int rc = reqs ? rp_cursor_open(s, &c, err, errlen) : -ENOMEM;
 	while (rc == 0 && (rc = rp_cursor_next(c, &steps, &n, err, errlen)) == 0 && n) {
+		if (opt && opt->interrupted && *opt->interrupted) {
+			snprintf(err, errlen, "interrupted");
+			rc = -EINTR;
+			break;
+		}
+		if (opt && opt->progress)
+			opt->progress(opt->progress_data, 0, s->nevents);
 		for (size_t i = 0; i < n; i++, pos++) {
 			struct mt_plan_request *q = &reqs[RP_STEP_REQUEST(steps[i].code)];
 			if (RP_STEP_IS_FREE(steps[i].code))

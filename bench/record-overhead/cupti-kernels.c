@@ -18,6 +18,10 @@
  *                             later), stream, CPU time, correlation id. The
  *                             ring is overwritten, never read, as the
  *                             activity buffers are freed unread
+ *   MT_BENCH_LAUNCH_DOMAINS=driver  with launch: callbacks on the driver's
+ *                             launch APIs only (a runtime launch makes a
+ *                             driver launch inside it), half the callbacks
+ *                             a runtime launch
  *   MT_BENCH_LAUNCH_SUMMARY=PATH  with launch: write the records taken, by
  *                             API, and how many launch calls ran inside
  *                             another (a driver call made by the runtime),
@@ -377,7 +381,11 @@ static void take_launches(void)
 	if (!subscribe())
 		return;
 	launch_mode = 1;
-	for (size_t i = 0; i < sizeof runtime_launches / sizeof runtime_launches[0]; i++) {
+	const char *domains_wanted = getenv("MT_BENCH_LAUNCH_DOMAINS");
+	size_t runtime_n = domains_wanted && !strcmp(domains_wanted, "driver")
+	                           ? 0
+	                           : sizeof runtime_launches / sizeof runtime_launches[0];
+	for (size_t i = 0; i < runtime_n; i++) {
 		is_launch[0][runtime_launches[i]] = 1;
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
 		                    runtime_launches[i]);

@@ -15,6 +15,7 @@
 #   cupti-activity   CUPTI's concurrent kernel records alone (no memtrace)
 #   cupti-launch     CUPTI launch callbacks alone: name pointer, stream, CPU
 #                    time, correlation id into a per-thread ring
+#   cupti-launch-drv the same on the driver's launch APIs only
 #   default          memtrace record as built
 #   no-kernels       memtrace record --no-kernels
 #   mt-launch        memtrace record --kernels launch (only where the build
@@ -61,6 +62,7 @@ lockstep() {
 		--variant "A/A=plain"
 		--variant "cupti-activity=plain CUDA_INJECTION64_PATH=$lib"
 		--variant "cupti-launch=plain CUDA_INJECTION64_PATH=$lib MT_BENCH_KERNELS=launch MT_BENCH_LAUNCH_SUMMARY=$OUT/launches-$name"
+		--variant "cupti-launch-drv=plain CUDA_INJECTION64_PATH=$lib MT_BENCH_KERNELS=launch MT_BENCH_LAUNCH_DOMAINS=driver MT_BENCH_LAUNCH_SUMMARY=$OUT/launches-drv-$name"
 		--variant "default="
 		--variant "no-kernels=--no-kernels"
 	)

@@ -53,11 +53,14 @@
 
 extern const struct mt_policy_ops rp_policy_stitch;
 
-/* A VA reservation; blocks split from one block share it. */
+/* A VA reservation; blocks split from one block share it, and its array of
+ * the handles mapped at va, va + page, ... (a block's pages are a part of
+ * it, so splitting a block copies none). */
 struct vres {
 	uint64_t va, bytes;
 	uint64_t seq;  /* creation number */
 	unsigned refs; /* blocks inside it */
+	uint64_t *pages;
 };
 
 struct vblock {
@@ -68,7 +71,7 @@ struct vblock {
 	uint64_t va;                        /* its first page */
 	struct vblock *prev_all, *next_all; /* every block */
 	struct vres *res;                   /* the reservation it lies in */
-	uint64_t *pages;                    /* their handles */
+	uint64_t *pages;                    /* their handles: in res->pages */
 	uint64_t requested;
 	bool allocated;
 };
@@ -87,6 +90,7 @@ struct stitch {
 	struct stream_pages *streams; /* free pages per stream (streams are few) */
 	size_t nstreams;
 	struct vblock *all;
+	struct vblock *spare; /* dropped records, linked by next_all, to reuse */
 	uint64_t nblocks, pages_held, next_seq;
 	uint64_t large_allocated, requested, cache_flushes; /* large requests */
 };
@@ -155,14 +159,14 @@ static void free_erase(struct stitch *p, struct vblock *v)
  * releases them). */
 static int unmap_tail(struct stitch *p, struct vblock *v, uint64_t from)
 {
-	while (v->npages > from) {
-		int rc = mt_backend_unmap(p->b, v->va + (v->npages - 1) * p->page, p->page);
+	int rc = 0;
 
-		if (rc < 0)
-			return rc;
-		v->npages--;
-	}
-	return 0;
+	if (v->npages > from)
+		rc = mt_backend_unmap_pages(p->b, v->va + from * p->page, p->page,
+		                            v->npages - from);
+	if (rc == 0)
+		v->npages = from;
+	return rc;
 }
 
 /* Drops a reference to a reservation, freeing it with the last. */
@@ -172,29 +176,41 @@ static int res_put(struct stitch *p, struct vres *r)
 
 	if (--r->refs == 0) {
 		rc = mt_backend_va_free(p->b, r->va, r->bytes);
+		free(r->pages);
 		free(r);
 	}
 	return rc;
 }
 
-/* A block record for npages already mapped at va inside reservation r. */
-static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t stream,
-                        const uint64_t *handles, uint64_t npages, struct vblock **out)
+static void free_records(struct vblock *v)
 {
-	struct vblock *v = calloc(1, sizeof(*v));
+	while (v) {
+		struct vblock *next = v->next_all;
 
-	if (!v || !(v->pages = malloc(npages * sizeof(*v->pages)))) {
 		free(v);
-		return -ENOMEM;
+		v = next;
 	}
-	memcpy(v->pages, handles, npages * sizeof(*v->pages));
-	v->res = r;
-	v->seq = r->seq;
+}
+
+/* A block record for npages already mapped at va inside reservation r
+ * (whose handles they are). */
+static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t stream,
+                        uint64_t npages, struct vblock **out)
+{
+	struct vblock *v = p->spare;
+
+	if (v)
+		p->spare = v->next_all;
+	else if (!(v = rp_rb_record_new(sizeof(*v)))) /* a descent step reads one line */
+		return -ENOMEM;
+	*v = (struct vblock){ .res = r,
+		              .pages = r->pages + (va - r->va) / p->page,
+		              .seq = r->seq,
+		              .va = va,
+		              .npages = npages,
+		              .stream = stream,
+		              .next_all = p->all };
 	r->refs++;
-	v->va = va;
-	v->npages = npages;
-	v->stream = stream;
-	v->next_all = p->all;
 	if (p->all)
 		p->all->prev_all = v;
 	p->all = v;
@@ -203,35 +219,33 @@ static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t 
 	return 0;
 }
 
-/* A new block of npages on a fresh reservation, mapping handles (which
- * the block takes over on success). */
-static int block_new(struct stitch *p, uint64_t stream, const uint64_t *handles, uint64_t npages,
+/* A new block of npages on a fresh reservation, mapping handles (an array
+ * from malloc, which the reservation takes over, or frees on failure). */
+static int block_new(struct stitch *p, uint64_t stream, uint64_t *handles, uint64_t npages,
                      struct vblock **out)
 {
 	struct vres *r = calloc(1, sizeof(*r));
-	uint64_t mapped = 0;
 	int rc;
 
-	if (!r)
+	if (!r) {
+		free(handles);
 		return -ENOMEM;
+	}
+	r->pages = handles;
 	r->bytes = npages * p->page;
 	r->seq = p->next_seq++;
 	rc = mt_backend_va_reserve(p->b, r->bytes, &r->va);
 	if (rc < 0) {
+		free(handles);
 		free(r);
 		return rc;
 	}
-	for (; mapped < npages; mapped++) {
-		rc = mt_backend_map(p->b, r->va + mapped * p->page, p->page, handles[mapped]);
-		if (rc < 0)
-			break;
-	}
-	if (rc == 0)
-		rc = block_record(p, r, r->va, stream, handles, npages, out);
+	rc = mt_backend_map_pages(p->b, r->va, p->page, handles, npages);
+	if (rc == 0 && (rc = block_record(p, r, r->va, stream, npages, out)) < 0)
+		mt_backend_unmap_pages(p->b, r->va, p->page, npages);
 	if (rc < 0) {
-		while (mapped--)
-			mt_backend_unmap(p->b, r->va + mapped * p->page, p->page);
 		mt_backend_va_free(p->b, r->va, r->bytes);
+		free(handles);
 		free(r);
 	}
 	return rc;
@@ -255,8 +269,8 @@ static int block_drop(struct stitch *p, struct vblock *v)
 	if (v->next_all)
 		v->next_all->prev_all = v->prev_all;
 	p->nblocks--;
-	free(v->pages);
-	free(v);
+	v->next_all = p->spare;
+	p->spare = v;
 	return 0;
 }
 
@@ -279,8 +293,7 @@ static int block_release(struct stitch *p, struct vblock *v)
 static int split(struct stitch *p, struct vblock *v, uint64_t keep)
 {
 	struct vblock *t;
-	int rc = block_record(p, v->res, v->va + keep * p->page, v->stream, v->pages + keep,
-	                      v->npages - keep, &t);
+	int rc = block_record(p, v->res, v->va + keep * p->page, v->stream, v->npages - keep, &t);
 
 	if (rc < 0)
 		return rc;
@@ -358,7 +371,7 @@ static int stitch_blocks(struct stitch *p, uint64_t stream, uint64_t need, uint6
 			break;
 	}
 	if (rc == 0)
-		rc = block_new(p, stream, handles, need, out);
+		return block_new(p, stream, handles, need, out);
 	free(handles);
 	return rc; /* pages of a failed stitch are lost to the model: a backend error */
 undo:
@@ -508,6 +521,8 @@ static void stitch_destroy(struct mt_policy *pol)
 	while (p->all)
 		if (block_release(p, p->all) < 0)
 			break;
+	free_records(p->all); /* left by a failed release */
+	free_records(p->spare);
 	if (p->small)
 		p->small->ops->destroy(p->small);
 	rp_addrmap_release(&p->live);

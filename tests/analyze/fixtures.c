@@ -51,12 +51,29 @@
  *   then too, at the first round); the
  *   capacity 1024 - 200 - 24 = 800, the room at every OOM 800 as well; the
  *   lower bound 768 + 128 = 896: no allocator holds it.
+ *
  * CAPACITY (the recorded capacity's two corrections): the device's driver
  *   keeps 16 MiB beside its 1 GiB; at 1 ms a 32 MiB cudaMalloc in which no
  *   request ever lies (a library's), at 2 ms a 256 MiB segment and at 2.5
  *   a 200 MiB request in it (the peak); a reading at 3 ms: 412 used, 388
  *   the process's (context 388 - 288 = 100; outside 24, of which 16 the
  *   driver's reserve): capacity 1024 - 100 - 32 - (24 - 16) = 884.
+ *
+ * KERNELS_GPU and KERNELS_LAUNCH (what ran at a moment; times in ms after
+ *   T0, sizes in MiB, one process; requests and failures on stream 7 unless
+ *   said): request R1 100 @A [1, never), R2 50 @B [10, 20) → peak 150 at
+ *   10; PyTorch's failures of 900 at 30 (stream 7) and at 32 (stream 3,
+ *   which launched nothing); ranges thread 1: step [0, 40) d0, forward
+ *   [5, 15) d1, backward [25, 35) d1.
+ *   GPU: kernels on stream 7 k_fwd [8, 9.5), k_long [9.8, 12), k_bwd
+ *   [26, 28); on stream 9 k_side [29, 31); on stream 11 k_comm [2, 33).
+ *   At the peak k_long runs (range forward); at 30 k_bwd is the last on
+ *   stream 7, ended 2 before (backward); at 32 stream 3 has none: k_comm,
+ *   still running on another stream (k_side started later but ended).
+ *   LAUNCH (meta kernels = launch; ts = end = launch time): k_comm 1.9 on
+ *   stream 11, k_fwd 7, k_long 9.7, k_bwd 25.5 on stream 7, k_side 29.5
+ *   on stream 9. At the peak k_long, launched 0.3 before; at 30 k_bwd, 4.5
+ *   before; at 32 k_side, the latest launched, 2.5 before, elsewhere.
  */
 #include "config.h"
 
@@ -383,6 +400,55 @@ static int write_oom_loop(const char *path)
 	return close_writer(&f);
 }
 
+static void kernel(struct fixture *f, const char *name, double start, double end, uint64_t stream)
+{
+	struct mt_event ev = { .ts = T0 + (uint64_t)(start * MS), .kind = MT_EVENT_KERNEL };
+
+	ev.kernel.end = T0 + (uint64_t)(end * MS);
+	ev.kernel.stream = stream;
+	ev.kernel.name = intern(f, name);
+	append(f, &ev);
+}
+
+static int write_kernels(const char *path, bool launch)
+{
+	const unsigned R = MT_LAYER_REQUEST;
+	struct fixture f;
+	struct mt_event oom = { .ts = T0 + 32 * MS, .kind = MT_EVENT_ALLOC_FAILED };
+
+	if (open_writer(&f, path, "requests") < 0)
+		return close_writer(&f);
+	if (launch)
+		note(&f, mt_writer_set_meta(f.w, "kernels", "launch"));
+	mem(&f, MT_EVENT_ALLOC, 1, A, 100, R, 0);
+	mem(&f, MT_EVENT_ALLOC, 10, B, 50, R, 0);
+	mem(&f, MT_EVENT_FREE, 20, B, 50, R, 0);
+	failed(&f, f.proc, 30, 900, R, 10, 0);
+	oom.failed.bytes = 900 * MiB;
+	oom.failed.free_bytes = 10 * MiB;
+	oom.failed.layer = (uint8_t)R;
+	oom.failed.api = MT_API_TORCH;
+	oom.failed.stream = 3;
+	append(&f, &oom);
+	range(&f, "step", 0, 40, 1, 0);
+	range(&f, "forward", 5, 15, 1, 1);
+	range(&f, "backward", 25, 35, 1, 1);
+	if (launch) {
+		kernel(&f, "k_comm", 1.9, 1.9, 11);
+		kernel(&f, "k_fwd", 7, 7, 7);
+		kernel(&f, "k_long", 9.7, 9.7, 7);
+		kernel(&f, "k_bwd", 25.5, 25.5, 7);
+		kernel(&f, "k_side", 29.5, 29.5, 9);
+	} else {
+		kernel(&f, "k_comm", 2, 33, 11);
+		kernel(&f, "k_fwd", 8, 9.5, 7);
+		kernel(&f, "k_long", 9.8, 12, 7);
+		kernel(&f, "k_bwd", 26, 28, 7);
+		kernel(&f, "k_side", 29, 31, 9);
+	}
+	return close_writer(&f);
+}
+
 static int write_capacity(const char *path)
 {
 	const unsigned D = MT_LAYER_DRIVER, R = MT_LAYER_REQUEST;
@@ -415,6 +481,10 @@ int fx_write(enum fx_trace which, const char *path)
 		return write_ooms(path);
 	case FX_OOM_LOOP:
 		return write_oom_loop(path);
+	case FX_KERNELS_GPU:
+		return write_kernels(path, false);
+	case FX_KERNELS_LAUNCH:
+		return write_kernels(path, true);
 	case FX_CAPACITY:
 		return write_capacity(path);
 	}
@@ -423,8 +493,9 @@ int fx_write(enum fx_trace which, const char *path)
 
 int fx_from_name(const char *name, enum fx_trace *which)
 {
-	static const char *const names[] = { "main", "main-replays", "asis",    "asis-no-sample",
-		                             "ooms", "oom-loop",     "capacity" };
+	static const char *const names[] = { "main",           "main-replays", "asis",
+		                             "asis-no-sample", "ooms",         "oom-loop",
+		                             "capacity",       "kernels-gpu",  "kernels-launch" };
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)

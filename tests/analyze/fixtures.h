@@ -18,8 +18,10 @@ enum fx_trace {
 	FX_ASIS = 2,
 	FX_ASIS_NO_SAMPLE = 3,
 	FX_OOMS = 4,
-	FX_OOM_LOOP = 5, /* the OOM program: 7 rounds */
-	FX_CAPACITY = 6, /* a driver reserve and a library's allocation */
+	FX_OOM_LOOP = 5,       /* the OOM program: 7 rounds */
+	FX_CAPACITY = 6,       /* a driver reserve and a library's allocation */
+	FX_KERNELS_GPU = 7,    /* kernels with GPU times at the peak and OOMs */
+	FX_KERNELS_LAUNCH = 8, /* the same recorded at launch (meta kernels) */
 };
 
 /* Call-site strings of MAIN. */
@@ -28,7 +30,8 @@ extern const char fx_site1[], fx_site2[];
 /* Writes the trace into path (replaced). Returns 0 or a negative errno. */
 int fx_write(enum fx_trace which, const char *path);
 /* The trace named "main", "main-replays", "asis", "asis-no-sample",
- * "ooms", "oom-loop" or "capacity"; -EINVAL for another name. */
+ * "ooms", "oom-loop", "capacity", "kernels-gpu" or "kernels-launch";
+ * -EINVAL for another name. */
 int fx_from_name(const char *name, enum fx_trace *which);
 
 #endif

@@ -24,6 +24,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,7 @@ static void test_sites(void)
 }
 
 static char main_path[64], replays_path[64], asis_path[64], nosample_path[64], ooms_path[64],
-        oom_loop_path[64], capacity_path[64];
+        oom_loop_path[64], capacity_path[64], kernels_path[2][64];
 
 static void test_main(void)
 {
@@ -554,6 +555,76 @@ static void test_oom_loop(void)
 	mt_reader_free(r);
 }
 
+static bool kernel_is(const struct mt_report *rep, const struct mt_moment_context *c,
+                      const char *name)
+{
+	return c->kernel && !strcmp(mt_reader_string(rep->data.r, c->kernel), name);
+}
+
+static bool range_is(const struct mt_report *rep, const struct mt_moment_context *c,
+                     const char *name)
+{
+	return c->range && !strcmp(mt_reader_string(rep->data.r, c->range->name), name);
+}
+
+/* What ran at the peak and at each OOM (KERNELS_GPU and KERNELS_LAUNCH,
+ * fixtures.c): with GPU times the kernel running then, else the last on
+ * the moment's stream; with launch times the last launched on it; on a
+ * stream that launched none, a kernel on another stream: one running then
+ * (GPU times), else the process's latest; and the innermost range open. */
+static void check_kernels(bool launch)
+{
+	struct mt_reader *r = open_reader(kernels_path[launch]);
+	struct mt_report_options opt = { 0 };
+	const struct mt_moment_context *c;
+	struct mt_report rep;
+	char err[256];
+
+	if (!r)
+		return;
+	CHECK(mt_kernel_times(r) == (launch ? MT_KERNEL_TIMES_LAUNCH : MT_KERNEL_TIMES_GPU));
+	REQUIRE(mt_report_build(&rep, r, 0, &opt, err, sizeof(err)) == 0);
+	CHECK(rep.peak_bytes == 150 * MiB && rep.peak_at == T0 + 10 * MS);
+	c = &rep.context;
+	CHECK(c->at == T0 + 10 * MS && c->times == mt_kernel_times(r));
+	CHECKF(kernel_is(&rep, c, "k_long") && c->kernel_stream == 7 && !c->elsewhere,
+	       "kernel %u stream %" PRIu64, c->kernel, c->kernel_stream);
+	CHECK(c->running == !launch);
+	CHECK(c->kernel_ts == T0 + (launch ? 9700000 : 9800000));
+	CHECK(range_is(&rep, c, "forward"));
+	REQUIRE(rep.nooms == 2);
+	c = &rep.ooms[0].context;
+	CHECK(kernel_is(&rep, c, "k_bwd") && c->kernel_stream == 7 && !c->running && !c->elsewhere);
+	CHECK(c->kernel_end == T0 + (launch ? 25500000 : 28 * MS));
+	CHECK(range_is(&rep, c, "backward"));
+	c = &rep.ooms[1].context;
+	/* stream 3 launched nothing: with GPU times the kernel still running
+	 * on another stream, though it started long before; with launch times
+	 * the process's latest launched */
+	CHECK(c->stream == 3 && c->elsewhere && c->running == !launch);
+	if (launch)
+		CHECKF(kernel_is(&rep, c, "k_side") && c->kernel_stream == 9 &&
+		               c->kernel_ts == T0 + 29500000,
+		       "kernel %u stream %" PRIu64, c->kernel, c->kernel_stream);
+	else
+		CHECKF(kernel_is(&rep, c, "k_comm") && c->kernel_stream == 11 &&
+		               c->kernel_ts == T0 + 2 * MS,
+		       "kernel %u stream %" PRIu64, c->kernel, c->kernel_stream);
+	CHECK(range_is(&rep, c, "backward"));
+	mt_report_release(&rep);
+	mt_reader_free(r);
+}
+
+static void test_kernels_gpu(void)
+{
+	check_kernels(false);
+}
+
+static void test_kernels_launch(void)
+{
+	check_kernels(true);
+}
+
 /* CAPACITY (fixtures.c): the recorded capacity leaves out the driver's
  * reserve, which the reading counts and CUDA's total does not, and takes
  * off the library's allocation that held no request; the anatomy's parts
@@ -698,6 +769,10 @@ int main(void)
 	REQUIRE(fx_write(FX_OOMS, ooms_path) == 0);
 	snprintf(oom_loop_path, sizeof(oom_loop_path), "%s/oom-loop.db", dir);
 	REQUIRE(fx_write(FX_OOM_LOOP, oom_loop_path) == 0);
+	snprintf(kernels_path[0], sizeof(kernels_path[0]), "%s/kernels-gpu.db", dir);
+	snprintf(kernels_path[1], sizeof(kernels_path[1]), "%s/kernels-launch.db", dir);
+	REQUIRE(fx_write(FX_KERNELS_GPU, kernels_path[0]) == 0);
+	REQUIRE(fx_write(FX_KERNELS_LAUNCH, kernels_path[1]) == 0);
 	snprintf(capacity_path, sizeof(capacity_path), "%s/capacity.db", dir);
 	REQUIRE(fx_write(FX_CAPACITY, capacity_path) == 0);
 	TEST(test_sites);
@@ -710,6 +785,8 @@ int main(void)
 	TEST(test_replays);
 	TEST(test_ooms);
 	TEST(test_oom_loop);
+	TEST(test_kernels_gpu);
+	TEST(test_kernels_launch);
 	TEST(test_capacity);
 	TEST(test_asis);
 	TEST(test_asis_without_samples);

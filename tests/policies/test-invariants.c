@@ -280,7 +280,7 @@ static void run(const struct mt_policy_ops *ops, const struct mt_request_stream 
 	if (ops->flags & MT_POLICY_OFFLINE) {
 		struct mt_plan_request *lifetimes;
 
-		REQUIRE(rp_request_stream_lifetimes(s, &lifetimes, err, sizeof(err)) == 0);
+		REQUIRE(rp_request_stream_lifetimes(s, NULL, &lifetimes, err, sizeof(err)) == 0);
 		CHECK(ops->plan(r.p, lifetimes, s->requests) == 0);
 		free(lifetimes);
 	}

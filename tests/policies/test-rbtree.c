@@ -4,7 +4,10 @@
  * red-black invariants hold (rp_rb_check), the in-order walk both ways equals
  * the model sorted by (key, insertion order) — equal keys stay in insertion
  * order because a new node goes after its equals — and lower_bound / floor /
- * find agree with a linear scan of the model for every probe key.
+ * find agree with a linear scan of the model for every probe key. The same
+ * with an augmented tree (each node keeping the largest weight of its
+ * subtree): inserts, erases, replacements in place and weights changed in
+ * place, after which every node's aggregate equals its subtree's maximum.
  */
 #include "config.h"
 
@@ -23,6 +26,7 @@ struct item {
 	int key;
 	unsigned seq; /* insertion order, to check equal keys stay in order */
 	bool in;
+	unsigned weight, largest; /* augmented tree: own value, subtree's max */
 };
 
 static struct rp_rb_tree tree = RP_RB_TREE_INIT;
@@ -60,6 +64,46 @@ static bool model_before(const struct item *a, const struct item *b)
 }
 
 static struct item items[N];
+
+static struct item *item_of(struct rp_rb_node *n)
+{
+	return rp_rb_entry(n, struct item, node);
+}
+
+static unsigned largest_of(struct rp_rb_node *n)
+{
+	return n ? item_of(n)->largest : 0;
+}
+
+static bool recount(struct rp_rb_node *n)
+{
+	unsigned m = item_of(n)->weight, l = largest_of(n->child[0]), r = largest_of(n->child[1]);
+
+	m = m > l ? m : l;
+	m = m > r ? m : r;
+	if (m == item_of(n)->largest)
+		return false;
+	item_of(n)->largest = m;
+	return true;
+}
+
+/* The subtree's largest weight, counted afresh; a node whose kept
+ * aggregate differs from it fails the check. */
+static unsigned check_largest(struct rp_rb_node *n)
+{
+	unsigned m, l, r;
+
+	if (!n)
+		return 0;
+	l = check_largest(n->child[0]);
+	r = check_largest(n->child[1]);
+	m = item_of(n)->weight;
+	m = m > l ? m : l;
+	m = m > r ? m : r;
+	CHECKF(item_of(n)->largest == m, "key %d keeps %u, its subtree's largest is %u",
+	       item_of(n)->key, item_of(n)->largest, m);
+	return m;
+}
 
 static void check_tree(const struct rp_rb_tree *t)
 {
@@ -150,9 +194,63 @@ static void test_drain(void)
 	check_tree(&tree);
 }
 
+/* An augmented tree through random inserts, erases, replacements and
+ * weights changed in place; then drained. */
+static void test_augmented(void)
+{
+	static struct item spare; /* out of the tree: replaces one in it */
+	struct rp_rb_tree t = RP_RB_TREE_INIT;
+	unsigned seq = 0;
+
+	for (size_t i = 0; i < N; i++)
+		items[i].in = false;
+	for (int round = 0; round < 4000 && !check_failed(); round++) {
+		size_t k = next_rand() % N;
+		struct item *it = &items[k];
+		unsigned what = next_rand() % 4;
+
+		if (!it->in) {
+			it->key = (int)(next_rand() % KEYS);
+			it->seq = seq++;
+			it->weight = next_rand() % 1000;
+			rp_rb_insert_aug(&t, &it->node, cmp_items, recount);
+			it->in = true;
+		} else if (what == 0) {
+			rp_rb_erase_aug(&t, &it->node, recount);
+			it->in = false;
+		} else if (what == 1) {
+			it->weight = next_rand() % 1000;
+			rp_rb_propagate(&it->node, recount);
+		} else {
+			/* the spare takes its place, with its key and order */
+			spare = *it;
+			spare.weight = next_rand() % 1000;
+			rp_rb_replace_aug(&t, &it->node, &spare.node, recount);
+			*it = spare;
+			rp_rb_replace_aug(&t, &spare.node, &it->node, recount);
+		}
+		CHECK(rp_rb_check(&t, cmp_items) >= 1);
+		if (round % 37 == 0) {
+			check_tree(&t);
+			check_largest(t.root);
+		}
+	}
+	check_tree(&t);
+	check_largest(t.root);
+	while (t.root && !check_failed()) {
+		struct rp_rb_node *n = t.root;
+
+		rp_rb_erase_aug(&t, n, recount);
+		item_of(n)->in = false;
+		check_largest(t.root);
+	}
+	CHECK(t.count == 0);
+}
+
 int main(void)
 {
 	TEST(test_random_operations);
 	TEST(test_drain);
+	TEST(test_augmented);
 	return check_done();
 }

@@ -61,10 +61,24 @@ def main():
         check("NVTX_INJECTION64_PATH names it too (it hands NVTX to its CUPTI)",
               len(lines) == 5 and lines[1] == lines[0], lines)
         check("the output path is made absolute", len(lines) == 5 and lines[2] == out, lines)
-        check("--no-kernels and --sample-ms reach the program",
-              len(lines) == 5 and lines[3] == "0 20", lines)
+        check("--no-kernels (kernels none) and --sample-ms reach the program",
+              len(lines) == 5 and lines[3] == "none 20", lines)
         check("no call sites by default",
               len(lines) == 5 and lines[4] == "none", lines)
+        kernels = 'echo "$MEMTRACE_KERNELS"'
+        p = run("-o", "t.db", "--", "/bin/sh", "-c", kernels, cwd=tmp)
+        check("kernels launch by default", p.stdout.strip() == "launch", p.stdout)
+        for mode in ("gpu", "launch", "none"):
+            p = run("-o", "t.db", "--kernels", mode, "--", "/bin/sh", "-c", kernels, cwd=tmp)
+            check("--kernels %s reaches the program" % mode, p.stdout.strip() == mode, p.stdout)
+        p = run("-o", "t.db", "--kernels", "launch", "--no-kernels", "--", "/bin/sh", "-c",
+                kernels, cwd=tmp)
+        check("the last of --kernels and --no-kernels wins", p.stdout.strip() == "none", p.stdout)
+        p = run("-o", "t.db", "--kernels", "Launch", "--", "/bin/sh", "-c", kernels, cwd=tmp)
+        check("bad --kernels: usage error", one_error_line(p, 2, "--kernels"), p.stderr)
+        p = run("-o", "t.db", "--kernels", "--", "/bin/sh", "-c", kernels, cwd=tmp)
+        check("--kernels without a mode: usage error", one_error_line(p, 2, "--kernels"),
+              p.stderr)
         p = run("-o", "t.db", "--stacks", "native", "--", "/bin/sh", "-c", 'echo "$MEMTRACE_STACKS"',
                 cwd=tmp)
         check("--stacks native reaches the program", p.stdout.strip() == "native", p.stdout)

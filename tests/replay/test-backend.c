@@ -92,6 +92,44 @@ static void test_vmm(void)
 	mt_backend_destroy(b); /* h2 still mapped at va + 2 MiB, va still reserved */
 }
 
+/* Ranged maps and unmaps: n calls each, whole mappings only, across the
+ * 1 GiB chunks of the table of mapped pages. */
+static void test_vmm_pages(void)
+{
+	struct mt_backend *b = sim(64 * MiB);
+	struct mt_backend_stats st;
+	uint64_t va, h[6], big;
+	/* a reservation crossing a 1 GiB line: four pages before it, four after */
+	CHECK(mt_backend_va_reserve(b, 2048 * MiB, &va) == 0);
+	va = (va / (1024 * MiB) + 1) * 1024 * MiB - 8 * MiB;
+	for (int i = 0; i < 6; i++)
+		CHECK(mt_backend_mem_create(b, 2 * MiB, &h[i]) == 0);
+	CHECK(mt_backend_mem_create(b, 4 * MiB, &big) == 0);
+	CHECK(mt_backend_map_pages(b, va, 2 * MiB, h, 6) == 0); /* 4 before, 2 after the line */
+	CHECK(mt_backend_map_pages(b, va + 10 * MiB, 2 * MiB, h, 2) == -EINVAL); /* 12 MiB mapped */
+	CHECK(mt_backend_map(b, va + 12 * MiB, 4 * MiB, big) == 0);
+	mt_backend_get_stats(b, &st);
+	CHECK(st.map_calls == 7);
+	CHECK(mt_backend_unmap(b, va + 12 * MiB, 2 * MiB) == -EINVAL);          /* half a mapping */
+	CHECK(mt_backend_unmap_pages(b, va + 10 * MiB, 2 * MiB, 2) == -EINVAL); /* ends inside */
+	CHECK(mt_backend_unmap_pages(b, va + 2 * MiB, 2 * MiB, 3) ==
+	      0);                                                    /* the middle, over the line */
+	CHECK(mt_backend_unmap_pages(b, va, 2 * MiB, 2) == -EINVAL); /* the second is gone */
+	CHECK(mt_backend_unmap(b, va, 2 * MiB) == 0);
+	mt_backend_get_stats(b, &st);
+	CHECK(st.unmap_calls == 4);
+	/* pages unmapped are free to map again, with another handle */
+	CHECK(mt_backend_map_pages(b, va + 2 * MiB, 2 * MiB, h + 1, 2) == 0);
+	CHECK(mt_backend_map_pages(b, va + 6 * MiB, 2 * MiB, h, 2) == -EINVAL); /* +8 is mapped */
+	CHECK(mt_backend_unmap_pages(b, va + 2 * MiB, 2 * MiB, 2) == 0);
+	CHECK(mt_backend_unmap_pages(b, va + 2 * MiB, 2 * MiB, 2) == -EINVAL);
+	mt_backend_get_stats(b, &st);
+	CHECK(st.map_calls == 9 && st.unmap_calls == 6);
+	CHECK(mt_backend_map_pages(b, va, 2 * MiB, h, 0) == -EINVAL);
+	CHECK(mt_backend_unmap_pages(b, va + 8 * MiB, 2 * MiB, 0) == -EINVAL);
+	mt_backend_destroy(b); /* pages at +8, +10 MiB and the 4 MiB mapping still mapped */
+}
+
 static void test_pool(void)
 {
 	struct mt_backend *b = sim(10 * MiB);
@@ -171,6 +209,7 @@ int main(void)
 	TEST(test_create);
 	TEST(test_plain);
 	TEST(test_vmm);
+	TEST(test_vmm_pages);
 	TEST(test_pool);
 	TEST(test_addrmap);
 	return check_done();

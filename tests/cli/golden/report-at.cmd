@@ -1,7 +1,7 @@
 # --at: the anatomy and the largest allocations at a moment (the peak is
 # reported all the same); peak names the default
 cp "$SRC/samples/traces/gpt2-train.db" .
-"$MEMTRACE" report gpt2-train.db --at 5s | sed -n '1,20p'
+"$MEMTRACE" report gpt2-train.db --at 5s | sed -n '1,25p'
 "$MEMTRACE" report gpt2-train.db --at peak >peak.txt
 "$MEMTRACE" report gpt2-train.db >default.txt
 cmp peak.txt default.txt && echo "--at peak is the default"
