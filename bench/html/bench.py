@@ -5,6 +5,7 @@ viewer/html/selftest.js):
 
     bench/html/bench.py [--memtrace build/cli/memtrace] [--events 1e7]
                         [--runs 3] [--keep DIR] [--nice N] [--html PAGE]
+                        [--frames]
 
 Writes the synthetic training trace (memtrace synth --pattern train --seed 1)
 unless --trace names one, renders it to HTML, then loads the page --runs
@@ -15,7 +16,9 @@ times (p50, p95, max, frames over 16 ms; in all and per scenario: zoom in,
 pan, zoom out) and the mean of each part of a frame once it is; the load
 average before and after; and the CPU time the
 browser's processes used (from /proc: less sensitive to other work on the
-machine than the page's wall-clock timings).
+machine than the page's wall-clock timings). --frames also lists each frame
+over 16 ms: its scenario, window, level (-1: every allocation), the
+allocations drawn one by one and the parts of its time.
 """
 import argparse
 import json
@@ -64,6 +67,7 @@ def main():
     ap.add_argument("--width", type=int, default=1600)
     ap.add_argument("--height", type=int, default=1000)
     ap.add_argument("--keep")
+    ap.add_argument("--frames", action="store_true", help="list each frame over 16 ms")
     ap.add_argument("--nice", type=int, default=0,
                     help="run the browser at this nice value (negative: before other work; root only)")
     args = ap.parse_args()
@@ -97,7 +101,8 @@ def main():
             nav = page.eval("performance.getEntriesByType('navigation')[0].toJSON()")
             t["dom_content_loaded_ms"] = nav["domContentLoadedEventEnd"]
             loads.append(t)
-            r = page.eval("(() => { const r = MT.bench(mtPage); delete r.detail; return r; })()", timeout=600)
+            r = page.eval("MT.bench(mtPage)", timeout=600)
+            detail = r.pop("detail")
             r["cpu_load_s"] = cpu1 - cpu0
             r["cpu_frames_ms_mean"] = (tree_cpu(b.proc.pid) - cpu1) * 1000 / r["frames"]
             benches.append(r)
@@ -112,6 +117,11 @@ def main():
                 print("       a frame on average: " + ", ".join("%s %.1f ms" % kv for kv in r["phases_ms"].items()))
             print("       browser CPU: %.2f s to load the page, %.1f ms a frame on average"
                   % (r["cpu_load_s"], r["cpu_frames_ms_mean"]))
+            for k, f in enumerate(detail if args.frames else []):
+                if f["ms"] > 16:
+                    print("       frame %3d %-8s window %.6g ns, level %d, %d drawn one by one: %.1f ms (%s)"
+                          % (k, f["what"], f["span"], f["level"], f["drawn"], f["ms"],
+                             ", ".join("%s %.1f" % (p, f.get(p) or 0) for p in ("compute", "paint", "put", "lines"))))
     with open("/proc/loadavg") as f:
         print("load average after: " + " ".join(f.read().split()[:3]))
     print("median interactive %.0f ms; median frame p95 %.1f ms, worst max %.1f ms"
