@@ -9,6 +9,7 @@ Environment: MEMTRACE (the binary), TRACE_DUMP, SAMPLES (folder of the
 built samples: sample-sync, ..., second-subscriber), MT_SOURCE_ROOT.
 Prints one "ok"/"not ok" line per check (TAP) and exits 1 on any failure.
 """
+import csv
 import json
 import os
 import re
@@ -40,11 +41,26 @@ def test_sync(tmp):
     ts = [e["ts"] for k in ("alloc", "free") for e in t.events[k]]
     merged = [e["ts"] for _, e in t.merged("driver")]
     check("sync: events read back in timestamp order", merged == sorted(merged) and len(ts) == 24)
-    check("sync: 3 kernels", len(t.events["kernel"]) == 3, len(t.events["kernel"]))
-    cp = t.events["memcpy"]
-    check("sync: 3 HtoD copies of 1 MiB", len(cp) == 3 and all(c["bytes"] == MiB and c["copy"] == 1
-                                                              for c in cp), cp)
-    check("sync: 3 memsets", len(t.events["memset"]) == 3, len(t.events["memset"]))
+    k = t.events["kernel"]
+    check("sync: 3 kernels, named, at their launch times (the default --kernels launch)",
+          len(k) == 3 and all(e["named"] and e["end"] == e["ts"] for e in k)
+          and t.meta.get("kernels") == "launch", (k, t.meta.get("kernels")))
+    check("sync: no copy or set records with --kernels launch",
+          not t.events["memcpy"] and not t.events["memset"])
+    gpu_out = os.path.join(tmp, "sync-gpu.db")
+    p_gpu = record(gpu_out, sample("sync"), "3", opts=["--kernels", "gpu"])
+    g = Trace(DUMP, gpu_out)
+    check("sync --kernels gpu: 3 kernels with GPU start and end",
+          p_gpu.returncode == 0 and len(g.events["kernel"]) == 3
+          and all(e["end"] > e["ts"] for e in g.events["kernel"]), g.events["kernel"])
+    launch_names, gpu_names = kernel_names(out), kernel_names(gpu_out)
+    check("sync --kernels gpu: the same kernel names as --kernels launch",
+          launch_names == gpu_names and len(launch_names) == 3 and all(launch_names),
+          (launch_names, gpu_names))
+    cp = g.events["memcpy"]
+    check("sync --kernels gpu: 3 HtoD copies of 1 MiB",
+          len(cp) == 3 and all(c["bytes"] == MiB and c["copy"] == 1 for c in cp), cp)
+    check("sync --kernels gpu: 3 memsets", len(g.events["memset"]) == 3, len(g.events["memset"]))
     r = t.events["range"]
     check("sync: 3 NVTX ranges 'round', closed, depth 0",
           len(r) == 3 and all(x["name"] == "round" and x["end"] > x["ts"] and x["depth"] == 0
@@ -164,12 +180,26 @@ def child_of(pid):
         return None
 
 
+def kernel_names(trace):
+    """The kernel names of trace, sorted, from `memtrace export` CSV (once
+    a trace: export never replaces a file)."""
+    csv_path = trace + ".csv"
+    p = subprocess.run([MEMTRACE, "export", trace, "-o", csv_path], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("memtrace export %s: %s" % (trace, p.stderr.strip()))
+    with open(csv_path) as f:
+        return sorted(r["name"] for r in csv.DictReader(f) if r["kind"] == "kernel")
+
+
 def test_signal(tmp, sig, target, status, mode="hang"):
     """SIGKILL the recorded program, or SIGINT memtrace (forwarded). In mode
     'busy' the program keeps a kernel running at every flush."""
     name = signal.Signals(sig).name + ("" if mode == "hang" else " (%s)" % mode)
     out = os.path.join(tmp, "%s-%s.db" % (signal.Signals(sig).name, mode))
-    cmd = [MEMTRACE, "record", "-o", out, "--", sample("crash"), "100", mode]
+    # busy: CUPTI's kernel records, which a forced flush hands over
+    kernels = ["--kernels", "gpu"] if mode == "busy" else []
+    cmd = [MEMTRACE, "record", "-o", out] + kernels + ["--", sample("crash"), "100", mode]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     time.sleep(0.3)  # more than one flush interval after the last allocation

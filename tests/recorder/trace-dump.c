@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 {
 	static const char *const keys[] = { "capture",      "capture_env",      "dropped_records",
 		                            "command_line", "memtrace_version", "format_version",
-		                            "stacks",       "untimed_records" };
+		                            "stacks",       "untimed_records",  "kernels" };
 	struct mt_kind_stats stats[MT_EVENT_KIND_MAX + 1];
 	struct mt_query q = { 0 };
 	struct mt_reader *r;
