@@ -166,21 +166,10 @@ static uint64_t stream_handle(int driver, uint32_t cbid, const void *params)
 /* The ring, made on first use; NULL when out of memory. */
 static struct rec_ring *ring_made(void)
 {
-	struct rec_ring *r = atomic_load_explicit(&ring, memory_order_acquire);
-	struct rec_ring *none = NULL;
+	struct rec_ring *r = rec_ring_once(&ring, RING_RECORDS);
 
-	if (r)
-		return r;
-	r = rec_ring_new(RING_RECORDS);
-	if (!r) {
+	if (!r)
 		rec_warn("out of memory");
-		return NULL;
-	}
-	if (!atomic_compare_exchange_strong_explicit(&ring, &none, r, memory_order_acq_rel,
-	                                             memory_order_acquire)) {
-		rec_ring_free(r); /* another thread's came first */
-		r = none;
-	}
 	return r;
 }
 

@@ -255,6 +255,10 @@ struct rec_ring;
 struct rec_ring *rec_ring_new(size_t capacity);
 /* Frees a ring no thread uses any more; NULL is accepted. */
 void rec_ring_free(struct rec_ring *r);
+/* The ring in *slot, made with capacity records on first use by whichever
+ * thread comes first (the others' copies are freed); NULL when out of
+ * memory. */
+struct rec_ring *rec_ring_once(_Atomic(struct rec_ring *) *slot, size_t capacity);
 /* Appends a copy of *REC; any thread, lock-free (never waits for another
  * thread). Returns 0, or -EAGAIN when the ring is full (nothing appended). */
 int rec_ring_push(struct rec_ring *r, const struct rec_ring_record *rec);

@@ -60,6 +60,22 @@ void rec_ring_free(struct rec_ring *r)
 	free(r);
 }
 
+struct rec_ring *rec_ring_once(_Atomic(struct rec_ring *) *slot, size_t capacity)
+{
+	struct rec_ring *r = atomic_load_explicit(slot, memory_order_acquire);
+	struct rec_ring *none = NULL;
+
+	if (r)
+		return r;
+	r = rec_ring_new(capacity);
+	if (r && !atomic_compare_exchange_strong_explicit(slot, &none, r, memory_order_acq_rel,
+	                                                  memory_order_acquire)) {
+		rec_ring_free(r); /* another thread's came first */
+		r = none;
+	}
+	return r;
+}
+
 int rec_ring_push(struct rec_ring *r, const struct rec_ring_record *rec)
 {
 	size_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);

@@ -265,21 +265,10 @@ static void process(const struct rec_ring_record *rec, void *arg)
 /* The ring of a CUDA ordinal, made on first use; NULL when out of memory. */
 static struct rec_ring *ring_of(int device)
 {
-	struct rec_ring *r = atomic_load_explicit(&rings[device], memory_order_acquire);
-	struct rec_ring *none = NULL;
+	struct rec_ring *r = rec_ring_once(&rings[device], RING_RECORDS);
 
-	if (r)
-		return r;
-	r = rec_ring_new(RING_RECORDS);
-	if (!r) {
+	if (!r)
 		rec_warn("out of memory");
-		return NULL;
-	}
-	if (!atomic_compare_exchange_strong_explicit(&rings[device], &none, r, memory_order_acq_rel,
-	                                             memory_order_acquire)) {
-		rec_ring_free(r); /* another thread's came first */
-		r = none;
-	}
 	return r;
 }
 
