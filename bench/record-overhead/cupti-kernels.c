@@ -40,7 +40,15 @@
  *   MT_BENCH_PER_THREAD=0     one activity buffer for all threads
  *   MT_BENCH_FLUSH_MS=N       a thread of this library flushes CUPTI every N ms
  *   MT_BENCH_FLUSH_FORCED=1   ... and forces it (hands over partly filled
- *                             buffers, as the recorder does) */
+ *                             buffers, as the recorder does)
+ * What the recorder switches on beside kernels, each alone (any
+ * MT_BENCH_KERNELS mode):
+ *   MT_BENCH_ACTIVITY=LIST    also these activity kinds, buffers freed unread:
+ *                             memory (MEMORY2), pool (MEMORY_POOL), marker
+ *                             (MARKER), comma-separated
+ *   MT_BENCH_ALLOC_CALLBACKS=1  callbacks that return at once on every
+ *                             runtime and driver API that allocates, frees,
+ *                             maps or unmaps (as the recorder's) */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -430,6 +438,43 @@ static void set_attribute(CUpti_ActivityAttribute attribute, uint8_t value)
 	cuptiActivitySetAttribute(attribute, &size, &value);
 }
 
+static int activity_buffers(void)
+{
+	static int registered;
+	if (!registered &&
+	    cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) == CUPTI_SUCCESS)
+		registered = 1;
+	return registered;
+}
+
+/* MT_BENCH_ACTIVITY: the activity kinds named, beside whatever else runs. */
+static void enable_activity(const char *list)
+{
+	static const struct {
+		const char *name;
+		CUpti_ActivityKind kind;
+	} kinds[] = { { "memory", CUPTI_ACTIVITY_KIND_MEMORY2 },
+		      { "pool", CUPTI_ACTIVITY_KIND_MEMORY_POOL },
+		      { "marker", CUPTI_ACTIVITY_KIND_MARKER } };
+	if (!list || !*list || !activity_buffers())
+		return;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (strstr(list, kinds[i].name))
+			cuptiActivityEnable(kinds[i].kind);
+}
+
+static void enable_alloc_callback(int d, unsigned id, const char *name, void *arg)
+{
+	static const char *const words[] = { "Malloc", "Alloc",    "Free",      "MemCreate",
+		                             "MemMap", "MemUnmap", "MemRelease" };
+	(void)arg;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strstr(name, words[i])) {
+			cuptiEnableCallback(1, subscriber, domains[d], id);
+			return;
+		}
+}
+
 /* Called by the CUDA driver at its initialisation; returns 1 (done) either
  * way, so that a refusal leaves the program running unrecorded. */
 __attribute__((visibility("default"))) int InitializeInjection(void)
@@ -439,6 +484,9 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		time_calls();
 	else
 		times_path = NULL;
+	enable_activity(getenv("MT_BENCH_ACTIVITY"));
+	if (env_flag("MT_BENCH_ALLOC_CALLBACKS", 0) && subscribe())
+		each_api(enable_alloc_callback, NULL);
 	const char *kernels = getenv("MT_BENCH_KERNELS");
 	if (kernels && strcmp(kernels, "launch") == 0) {
 		take_launches();
@@ -450,7 +498,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	              (uint8_t)env_flag("MT_BENCH_PINNED", 0));
 	set_attribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
 	              (uint8_t)env_flag("MT_BENCH_PER_THREAD", 1));
-	if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
+	if (!activity_buffers() ||
 	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
 		return 1;
 	if (env_flag("MT_BENCH_LAUNCH_APIS_ONLY", 0))

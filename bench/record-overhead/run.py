@@ -49,7 +49,15 @@ The ratio of the lower quartiles (q25) is printed too. On a shared host a
 CPU-bound block runs now at full speed, now at up to half of it, at random;
 a few slow blocks move a mean by 10 %, but the quartile of the fast blocks
 holds still, and recording's cost scales with the speed like the work's.
-The A/A row (a second plain run) says how far each estimate can be trusted.
+Each of the three estimates (ratio of means, median of the per-cycle
+ratios, ratio of the lower quartiles) comes with its 95 % interval from
+resampling whole cycles; the A/A row (a second plain run) says how far each
+can be trusted. With many short turns (--block small, few variants) the
+intervals narrow to a per cent or two, and then a process's own speed shows:
+two plain processes of one BERT lockstep differed by 4.3 % [2.5-6.3] over
+220 cycles (2026-11-25), more than an interval. Give two or more plain runs
+('A/A=plain', 'A/B=plain'): a second line then compares every configuration
+with their mean, cycle by cycle.
 
 --pin CPU. A process tends to stay on the vCPU it started on, and the vCPUs
 of a shared host may run at different speeds (a neighbour's work on the
@@ -272,26 +280,67 @@ def quartile(values):
     return v[i] + (v[min(i + 1, len(v) - 1)] - v[i]) * (k - i)
 
 
-def ratio_interval(runs, plain, draws=2000):
-    """The 95 % interval of mean(runs) / mean(plain) by resampling whole
-    cycles (a cycle's blocks of every configuration together), seeded so
-    that a rerun on the same figures prints the same interval."""
+def mean_ratio(runs, plain):
+    """The ratio of the mean block times."""
+    return sum(runs) / sum(plain)
+
+
+def q25_ratio(runs, plain):
+    """The ratio of the lower quartiles of the block times: the blocks the
+    host ran at full speed, as on a quiet machine of the user's."""
+    return quartile(runs) / quartile(plain)
+
+
+def median_paired(runs, plain):
+    """The median of the ratios within a cycle."""
+    return statistics.median(r / p for r, p in zip(runs, plain))
+
+
+def interval(stat, runs, plain, draws=2000):
+    """The 95 % interval of stat(runs, plain) by resampling whole cycles (a
+    cycle's blocks of every configuration together), seeded so that a rerun
+    on the same figures prints the same interval."""
     rng = random.Random(1)
     n = len(runs)
     ratios = []
     for _ in range(draws):
         pick = [rng.randrange(n) for _ in range(n)]
-        ratios.append(sum(runs[i] for i in pick) / sum(plain[i] for i in pick))
+        ratios.append(stat([runs[i] for i in pick], [plain[i] for i in pick]))
     ratios.sort()
     return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
 
 
-def report(name, target, sides, names):
+def pooled_line(sides, names, copies):
+    """Each configuration against the mean, cycle by cycle, of plain and its
+    copies (the variants named in copies): a process's own speed (its
+    memory layout, its place on the host) can differ from another's by a
+    few per cent for a whole run, which more cycles do not average out, but
+    more plain processes do. Returns the line and its figures by name."""
+    plains = [s["block_ms"] for s, n in zip(sides, names) if n == names[0] or n in copies]
+    pooled = [statistics.mean(c) for c in zip(*plains)]
+    line, figures = "  against the mean of %d plain processes:" % len(plains), {}
+    for v, side in zip(names[1:], sides[1:]):
+        if v in copies:
+            continue
+        runs = side["block_ms"]
+        m, (low, high) = mean_ratio(runs, pooled), interval(mean_ratio, runs, pooled)
+        md, (md_low, md_high) = median_paired(runs, pooled), interval(median_paired, runs, pooled)
+        figures[v] = dict(ratio=round(m, 4), ratio_95=[round(low, 4), round(high, 4)],
+                          paired_ratio=round(md, 4),
+                          paired_ratio_95=[round(md_low, 4), round(md_high, 4)])
+        line += "  %s %.3f [%.3f-%.3f] (cycles %.3f [%.3f-%.3f])" % (v, m, low, high, md,
+                                                                    md_low, md_high)
+    return line, figures
+
+
+def report(name, target, sides, names, copies=()):
     """Prints a workload's line (per configuration: mean ms per step, the
     ratio of the means to plain, the median and range of the ratios within a
-    cycle, the 95 % interval of the ratio of the means from resampling
-    cycles, the ratio of the lower quartiles, the ratio of the mean CPU
-    times) and returns its row for --json."""
+    cycle, the ratio of the lower quartiles, each ratio with its 95 %
+    interval from resampling cycles, the ratio of the mean CPU times) and
+    returns its row for --json. With copies (the names of further plain
+    runs), a second line gives each configuration against the mean of all
+    plain runs."""
     plain, plain_cpu = sides[0]["block_ms"], sides[0]["block_cpu_ms"]
     base, base_cpu = statistics.mean(plain), statistics.mean(plain_cpu)
     row = dict(workload=name, plain_ms=plain, plain_cpu_ms=plain_cpu, target=target,
@@ -301,20 +350,29 @@ def report(name, target, sides, names):
         runs, cpu = side["block_ms"], side["block_cpu_ms"]
         mean = statistics.mean(runs)
         paired = sorted(r / p for r, p in zip(runs, plain))
-        q25 = quartile(runs) / quartile(plain)
-        low, high = ratio_interval(runs, plain)
+        q25 = q25_ratio(runs, plain)
+        low, high = interval(mean_ratio, runs, plain)
+        q25_low, q25_high = interval(q25_ratio, runs, plain)
+        med_low, med_high = interval(median_paired, runs, plain)
         row["variants"][v] = dict(recorded_ms=runs, recorded_cpu_ms=cpu,
                                   cpu_ratio=round(statistics.mean(cpu) / base_cpu, 4),
                                   ratio=round(mean / base, 4), q25_ratio=round(q25, 4),
                                   ratio_95=[round(low, 4), round(high, 4)],
+                                  q25_ratio_95=[round(q25_low, 4), round(q25_high, 4)],
+                                  paired_ratio_95=[round(med_low, 4), round(med_high, 4)],
                                   paired_ratio=round(statistics.median(paired), 4),
                                   paired_min=round(paired[0], 4),
                                   paired_max=round(paired[-1], 4),
                                   added_ms=round(mean - base, 4))
-        line += ("  %s %8.3f ms ratio %.3f [95%% %.3f-%.3f] (cycles %.3f, %.3f-%.3f; q25 %.3f;"
-                 " cpu %.3f)") % (v, mean, mean / base, low, high, statistics.median(paired),
-                                  paired[0], paired[-1], q25, statistics.mean(cpu) / base_cpu)
+        line += ("  %s %8.3f ms ratio %.3f [95%% %.3f-%.3f] (cycles %.3f [%.3f-%.3f], %.3f-%.3f;"
+                 " q25 %.3f [%.3f-%.3f]; cpu %.3f)") % (
+                     v, mean, mean / base, low, high, statistics.median(paired), med_low,
+                     med_high, paired[0], paired[-1], q25, q25_low, q25_high,
+                     statistics.mean(cpu) / base_cpu)
     print(line + ("  (target %.2f)" % target if target else ""), flush=True)
+    if copies:
+        line, row["against_pooled_plain"] = pooled_line(sides, names, copies)
+        print(line, flush=True)
     return row
 
 
@@ -364,7 +422,8 @@ def main():
             args = args + a.script_args.split()
             sides = lockstep(a.memtrace, script, args, a.block or block, a.cycles, runs,
                              os.path.join(tmp, "w%d" % n), a.cpus, a.pin)
-            rows.append(report(name, target, sides, [r for r, _ in runs]))
+            rows.append(report(name, target, sides, [r for r, _ in runs],
+                               [r for r, how in runs[1:] if how is None]))
             if a.json:  # after each workload: a run cut short keeps what it measured
                 with open(a.json, "w") as f:
                     json.dump(rows, f, indent=1)
