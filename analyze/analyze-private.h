@@ -27,59 +27,12 @@ struct an_timed {
 /* Sorts by t (stable: equal times keep their order); 0 or -ENOMEM. */
 int an_sort_timed(struct an_timed *v, size_t n);
 
-/* pairing.c: a device's alloc and free events paired into lifetimes as
- * they stream past (the rules of mt_reader_lifetimes), holding only what is
- * live. Layers are indexed 0 (driver) and 1 (request). */
-struct an_live {
-	struct mt_lifetime l;
-	uint64_t index; /* of the lifetime in its layer, as mt_reader_lifetimes orders them */
-	size_t tag;     /* the caller's */
-	bool kept;      /* the caller's */
-	bool used;
-};
-
-struct an_live_map {
-	struct an_live *slots;
-	size_t cap, n;
-};
-
-struct an_pairing {
-	struct an_live_map live[2];
-	struct an_live *stranded; /* allocations an alloc at their address left live */
-	size_t nstranded, stranded_cap;
-	uint64_t born[2]; /* lifetimes so far per layer */
-};
-
-enum an_step_kind {
-	AN_BORN,   /* an allocation: live (l.end unknown) */
-	AN_DIED,   /* a free of a live allocation: l complete */
-	AN_ORPHAN, /* a free never seen allocated: a NO_ALLOC lifetime, complete */
-};
-
-struct an_step {
-	enum an_step_kind kind;
-	unsigned layer;
-	struct an_live live; /* a copy */
-};
-
-/* Pairs alloc or free event ev, starting from a zeroed p: 0, 1 when ev is
- * of no layer (skipped), or -ENOMEM. */
-int an_pairing_step(struct an_pairing *p, const struct mt_event *ev, struct an_step *out);
-/* The live allocation of layer with that index, or NULL; valid until the
- * next step. */
-struct an_live *an_pairing_find(struct an_pairing *p, unsigned layer, uint64_t index,
-                                uint32_t process, uint64_t address);
-/* Calls fn for every allocation live now (both layers). */
-void an_pairing_each(struct an_pairing *p, void (*fn)(void *data, struct an_live *live),
-                     void *data);
-void an_pairing_release(struct an_pairing *p);
-
 /* data.c: what a pass keeping lifetimes shows an observer (the report's
  * range sweep): every alloc and free in order, and the end of each moment
  * (after the last event with that timestamp, before the next). */
 struct an_observer {
-	int (*step)(void *data, struct an_pairing *p, const struct an_step *st, uint64_t ts);
-	int (*moment_end)(void *data, struct an_pairing *p, uint64_t ts);
+	int (*step)(void *data, struct mt_pairing *p, const struct mt_pair_step *st, uint64_t ts);
+	int (*moment_end)(void *data, struct mt_pairing *p, uint64_t ts);
 	void *data;
 };
 

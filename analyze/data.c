@@ -211,7 +211,7 @@ struct layer_survey {
 struct survey {
 	struct mt_analysis *d;
 	struct collect *c;
-	struct an_pairing pairing;
+	struct mt_pairing *pairing;
 	struct layer_survey layer[2];
 	size_t next_sample, next_fail, resolved_fails;
 	uint64_t now;
@@ -262,7 +262,7 @@ static void driver_allocated(struct survey *s, uint32_t p, uint64_t ts)
 
 static int survey_step(struct survey *s, const struct mt_event *ev)
 {
-	struct an_step st;
+	struct mt_pair_step st;
 	struct layer_survey *l;
 	int rc;
 
@@ -273,14 +273,14 @@ static int survey_step(struct survey *s, const struct mt_event *ev)
 		s->now = ev->ts;
 		s->started = true;
 	}
-	rc = an_pairing_step(&s->pairing, ev, &st);
+	rc = mt_pairing_step(s->pairing, ev, &st);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	l = &s->layer[st.layer];
 	if (!l->any)
 		l->first = ev->ts;
 	l->any = true;
-	if (st.kind == AN_BORN) {
+	if (st.kind == MT_PAIR_BORN) {
 		l->lifetimes++;
 		l->d += (int64_t)st.live.l.bytes;
 		if (st.layer == MT_LAYER_DRIVER)
@@ -288,11 +288,11 @@ static int survey_step(struct survey *s, const struct mt_event *ev)
 	} else {
 		l->d -= (int64_t)st.live.l.bytes;
 	}
-	if (st.kind == AN_ORPHAN) {
+	if (st.kind == MT_PAIR_ORPHAN) {
 		l->lifetimes++;
 		l->orphan_bytes += st.live.l.bytes;
 	}
-	if (st.kind == AN_DIED)
+	if (st.kind == MT_PAIR_DIED)
 		return 0;
 	if (idset_add(&l->sites, st.live.l.site) < 0 ||
 	    (st.layer == MT_LAYER_REQUEST && idset_add(&s->requesters, ev->process + 1) < 0))
@@ -356,7 +356,7 @@ static int survey_pass(struct mt_analysis *d, struct collect *c)
 {
 	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC) | MT_KIND_BIT(MT_EVENT_FREE),
 		              .device = d->device };
-	struct survey s = { .d = d, .c = c };
+	struct survey s = { .d = d, .c = c, .pairing = mt_pairing_new() };
 	struct mt_iter *it = NULL;
 	struct mt_event ev;
 	size_t i;
@@ -364,8 +364,10 @@ static int survey_pass(struct mt_analysis *d, struct collect *c)
 
 	d->driver_at_sample = calloc(d->nsamples + 1, sizeof(*d->driver_at_sample));
 	d->fail_next_driver = malloc((d->nfails + 1) * sizeof(*d->fail_next_driver));
-	if (!d->driver_at_sample || !d->fail_next_driver)
+	if (!d->driver_at_sample || !d->fail_next_driver || !s.pairing) {
+		mt_pairing_free(s.pairing);
 		return -ENOMEM;
+	}
 	for (i = 0; i < d->nfails; i++)
 		d->fail_next_driver[i] = UINT64_MAX;
 	rc = mt_reader_iter(d->r, &q, &it);
@@ -374,7 +376,7 @@ static int survey_pass(struct mt_analysis *d, struct collect *c)
 	mt_iter_free(it);
 	if (rc >= 0)
 		rc = survey_finish(&s);
-	an_pairing_release(&s.pairing);
+	mt_pairing_free(s.pairing);
 	for (i = 0; i < 2; i++)
 		free(s.layer[i].sites.v);
 	free(s.requesters.v);
@@ -436,7 +438,7 @@ struct kept {
 
 struct keep {
 	struct mt_analysis *d;
-	struct an_pairing pairing;
+	struct mt_pairing *pairing;
 	const uint64_t *moments; /* ascending */
 	size_t nmoments, next;
 	bool all;
@@ -451,24 +453,25 @@ static bool wanted(const struct keep *k, unsigned layer)
 	       (k->d->layer == MT_LAYER_REQUEST && layer == MT_LAYER_DRIVER);
 }
 
-static void push(struct keep *k, unsigned layer, const struct an_live *live)
+static void push(struct keep *k, unsigned layer, const struct mt_live *live)
 {
 	if (k->rc < 0 || !wanted(k, layer))
 		return;
-	if (mt_array_grow((void **)&k->v[layer], &k->cap[layer], k->n[layer], sizeof(*k->v[layer])) < 0) {
+	if (mt_array_grow((void **)&k->v[layer], &k->cap[layer], k->n[layer],
+	                  sizeof(*k->v[layer])) < 0) {
 		k->rc = -ENOMEM;
 		return;
 	}
 	k->v[layer][k->n[layer]++] = (struct kept){ live->l, live->index, live->tag };
 }
 
-static void mark(void *data, struct an_live *live)
+static void mark(void *data, struct mt_live *live)
 {
 	(void)data;
-	live->kept = true;
+	live->marked = true;
 }
 
-static void keep_rest(void *data, struct an_live *live)
+static void keep_rest(void *data, struct mt_live *live)
 {
 	struct keep *k = data;
 
@@ -483,7 +486,7 @@ static void moments_before(struct keep *k, uint64_t ts)
 	for (; k->next < k->nmoments && k->moments[k->next] < ts; k->next++)
 		any = true;
 	if (any)
-		an_pairing_each(&k->pairing, mark, k);
+		mt_pairing_each(k->pairing, mark, k);
 }
 
 static int by_index(const void *a, const void *b)
@@ -517,16 +520,16 @@ static int settle(struct keep *k, unsigned layer, struct mt_lifetime **out, size
 
 static int keep_step(struct keep *k, const struct an_observer *obs, const struct mt_event *ev)
 {
-	struct an_step st;
-	int rc = an_pairing_step(&k->pairing, ev, &st);
+	struct mt_pair_step st;
+	int rc = mt_pairing_step(k->pairing, ev, &st);
 
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
-	if (obs && (rc = obs->step(obs->data, &k->pairing, &st, ev->ts)) < 0)
+	if (obs && (rc = obs->step(obs->data, k->pairing, &st, ev->ts)) < 0)
 		return rc;
-	if (st.kind == AN_DIED && (k->all || st.live.kept))
+	if (st.kind == MT_PAIR_DIED && (k->all || st.live.marked))
 		push(k, st.layer, &st.live);
-	else if (st.kind == AN_ORPHAN && (k->all || (k->nmoments && k->moments[0] < ev->ts)))
+	else if (st.kind == MT_PAIR_ORPHAN && (k->all || (k->nmoments && k->moments[0] < ev->ts)))
 		push(k, st.layer, &st.live);
 	return k->rc;
 }
@@ -543,15 +546,18 @@ int an_keep(struct mt_analysis *d, const uint64_t *moments, size_t n, const stru
 {
 	struct mt_query q = { .kinds = MT_KIND_BIT(MT_EVENT_ALLOC) | MT_KIND_BIT(MT_EVENT_FREE),
 		              .device = d->device };
-	struct keep k = { .d = d, .all = !moments, .nmoments = n };
+	struct keep k = { .d = d, .all = !moments, .nmoments = n, .pairing = mt_pairing_new() };
 	uint64_t *sorted = malloc((n + 1) * sizeof(*sorted)), now = 0;
 	struct mt_iter *it = NULL;
 	struct mt_event ev;
 	bool started = false;
 	int rc = -ENOMEM;
 
-	if (!sorted)
+	if (!sorted || !k.pairing) {
+		free(sorted);
+		mt_pairing_free(k.pairing);
 		return -ENOMEM;
+	}
 	if (n)
 		memcpy(sorted, moments, n * sizeof(*sorted));
 	qsort(sorted, n, sizeof(*sorted), by_value);
@@ -559,7 +565,7 @@ int an_keep(struct mt_analysis *d, const uint64_t *moments, size_t n, const stru
 	rc = mt_reader_iter(d->r, &q, &it);
 	while (rc >= 0 && (rc = mt_iter_next(it, &ev)) == 1) {
 		if (started && ev.ts != now && obs &&
-		    (rc = obs->moment_end(obs->data, &k.pairing, now)) < 0)
+		    (rc = obs->moment_end(obs->data, k.pairing, now)) < 0)
 			break;
 		moments_before(&k, ev.ts);
 		now = ev.ts;
@@ -568,17 +574,17 @@ int an_keep(struct mt_analysis *d, const uint64_t *moments, size_t n, const stru
 	}
 	mt_iter_free(it);
 	if (rc >= 0 && started && obs)
-		rc = obs->moment_end(obs->data, &k.pairing, now);
+		rc = obs->moment_end(obs->data, k.pairing, now);
 	if (rc >= 0) {
 		moments_before(&k, UINT64_MAX);
-		an_pairing_each(&k.pairing, keep_rest, &k);
+		mt_pairing_each(k.pairing, keep_rest, &k);
 		rc = k.rc;
 	}
 	if (rc >= 0)
 		rc = settle(&k, d->layer, &d->live, &d->nlive, tags);
 	if (rc >= 0 && d->layer == MT_LAYER_REQUEST)
 		rc = settle(&k, MT_LAYER_DRIVER, &d->seg, &d->nseg, NULL);
-	an_pairing_release(&k.pairing);
+	mt_pairing_free(k.pairing);
 	free(k.v[0]);
 	free(k.v[1]);
 	free(sorted);
@@ -610,7 +616,7 @@ struct walk {
 	int rc;
 };
 
-static void never_freed(void *data, struct an_live *live)
+static void never_freed(void *data, struct mt_live *live)
 {
 	struct walk *w = data;
 	struct mt_walk_step st = { MT_WALK_NEVER_FREED, &live->l, live->index, NULL };
@@ -625,25 +631,25 @@ int mt_analysis_walk(const struct mt_analysis *d, uint32_t kinds,
 	struct mt_query q = { .kinds = kinds | MT_KIND_BIT(MT_EVENT_ALLOC) |
 		                       MT_KIND_BIT(MT_EVENT_FREE),
 		              .device = d->device };
-	struct an_pairing p = { 0 };
+	struct mt_pairing *p = mt_pairing_new();
 	struct walk w = { d, fn, data, 0 };
 	struct mt_iter *it = NULL;
 	struct mt_event ev;
-	int rc = mt_reader_iter(d->r, &q, &it);
+	int rc = p ? mt_reader_iter(d->r, &q, &it) : -ENOMEM;
 
 	while (rc >= 0 && (rc = mt_iter_next(it, &ev)) == 1) {
 		struct mt_walk_step st = { MT_WALK_EVENT, NULL, 0, &ev };
-		struct an_step step;
+		struct mt_pair_step step;
 
 		if (ev.kind == MT_EVENT_ALLOC || ev.kind == MT_EVENT_FREE) {
-			rc = an_pairing_step(&p, &ev, &step);
+			rc = mt_pairing_step(p, &ev, &step);
 			if (rc != 0 || (step.layer != d->layer && d->layer != MT_LAYER_REQUEST)) {
 				rc = rc < 0 ? rc : 0;
 				continue;
 			}
-			st.kind = step.kind == AN_BORN   ? MT_WALK_ALLOC
-			          : step.kind == AN_DIED ? MT_WALK_FREE
-			                                 : MT_WALK_ORPHAN;
+			st.kind = step.kind == MT_PAIR_BORN   ? MT_WALK_ALLOC
+			          : step.kind == MT_PAIR_DIED ? MT_WALK_FREE
+			                                      : MT_WALK_ORPHAN;
 			st.l = &step.live.l;
 			st.index = step.live.index;
 		} else if (!(kinds & MT_KIND_BIT(ev.kind))) {
@@ -653,8 +659,8 @@ int mt_analysis_walk(const struct mt_analysis *d, uint32_t kinds,
 	}
 	mt_iter_free(it);
 	if (rc >= 0)
-		an_pairing_each(&p, never_freed, &w);
-	an_pairing_release(&p);
+		mt_pairing_each(p, never_freed, &w);
+	mt_pairing_free(p);
 	return rc < 0 ? rc : w.rc < 0 ? w.rc : 0;
 }
 

@@ -87,7 +87,7 @@ struct stack {
 /* An allocation of the moment being gathered. */
 struct made {
 	uint64_t index, bytes, address;
-	uint32_t process;
+	uint32_t process, device;
 	bool freed; /* freed at the same moment: never live, counts nowhere */
 };
 
@@ -177,11 +177,11 @@ static void close_range(struct sweep *s, size_t r)
 		}
 }
 
-static int allocate(struct sweep *s, struct an_pairing *p, const struct made *m, uint64_t ts)
+static int allocate(struct sweep *s, struct mt_pairing *p, const struct made *m, uint64_t ts)
 {
 	const struct mt_range *ranges = s->rep->data.ranges;
 	struct stack *st = stack_of(s, m->process);
-	struct an_live *live;
+	struct mt_live *live;
 	size_t k;
 
 	if (!st)
@@ -189,7 +189,7 @@ static int allocate(struct sweep *s, struct an_pairing *p, const struct made *m,
 	while (st->n && ranges[st->v[st->n - 1]].end != MT_TIME_UNKNOWN &&
 	       ranges[st->v[st->n - 1]].end <= ts)
 		st->n--;
-	live = an_pairing_find(p, s->rep->data.layer, m->index, m->process, m->address);
+	live = mt_pairing_find(p, s->rep->data.layer, m->index, m->process, m->device, m->address);
 	if (live)
 		live->tag = st->n ? st->v[st->n - 1] + 1 : 0;
 	if (!m->freed)
@@ -269,7 +269,7 @@ static int ranges_before(struct sweep *s, uint64_t ts)
 	return rc;
 }
 
-static int on_step(void *data, struct an_pairing *p, const struct an_step *st, uint64_t ts)
+static int on_step(void *data, struct mt_pairing *p, const struct mt_pair_step *st, uint64_t ts)
 {
 	struct sweep *s = data;
 	size_t i;
@@ -280,14 +280,14 @@ static int on_step(void *data, struct an_pairing *p, const struct an_step *st, u
 	if (st->layer != s->rep->data.layer)
 		return 0;
 	switch (st->kind) {
-	case AN_BORN:
+	case MT_PAIR_BORN:
 		if (mt_array_grow((void **)&s->made, &s->madecap, s->nmade, sizeof(*s->made)) < 0)
 			return -ENOMEM;
 		s->made[s->nmade++] =
-		        (struct made){ st->live.index, st->live.l.bytes, st->live.l.address,
-			               st->live.l.process, false };
+		        (struct made){ st->live.index,     st->live.l.bytes,  st->live.l.address,
+			               st->live.l.process, st->live.l.device, false };
 		break;
-	case AN_DIED:
+	case MT_PAIR_DIED:
 		if (st->live.l.start != ts) {
 			s->freed += st->live.l.bytes;
 			break;
@@ -298,14 +298,14 @@ static int on_step(void *data, struct an_pairing *p, const struct an_step *st, u
 				break;
 			}
 		break;
-	case AN_ORPHAN:
+	case MT_PAIR_ORPHAN:
 		s->freed += st->live.l.bytes;
 		break;
 	}
 	return 0;
 }
 
-static int on_moment_end(void *data, struct an_pairing *p, uint64_t ts)
+static int on_moment_end(void *data, struct mt_pairing *p, uint64_t ts)
 {
 	struct sweep *s = data;
 	size_t i;

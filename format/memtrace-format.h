@@ -19,6 +19,7 @@
 #ifndef MEMTRACE_FORMAT_H
 #define MEMTRACE_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -441,6 +442,50 @@ struct mt_lifetime {
 	uint8_t mem_kind;
 	uint8_t api;
 };
+
+/* Pairing alloc and free events into lifetimes as they stream past, with
+ * the rules of mt_reader_lifetimes (which uses it): per layer, by (process,
+ * device, address); a free without an alloc is a lifetime of its own
+ * (NO_ALLOC); an alloc at an address still live leaves the earlier one live
+ * to the end (NO_FREE, "stranded"). Only what is live is held, so a pass
+ * costs memory for what is live at once, not for the trace's length. */
+struct mt_live {
+	struct mt_lifetime l;
+	uint64_t index; /* of the lifetime in its layer, as mt_reader_lifetimes orders them */
+	uint64_t tag;   /* the caller's; 0 at birth */
+	bool marked;    /* the caller's; false at birth */
+};
+
+/* Layers MT_LAYER_DRIVER and MT_LAYER_REQUEST. */
+struct mt_pairing;
+
+enum mt_pair_kind {
+	MT_PAIR_BORN,   /* an allocation: live (l.end unknown) */
+	MT_PAIR_DIED,   /* a free of a live allocation: l complete */
+	MT_PAIR_ORPHAN, /* a free never seen allocated: a NO_ALLOC lifetime, complete */
+};
+
+struct mt_pair_step {
+	enum mt_pair_kind kind;
+	unsigned layer;
+	struct mt_live live; /* a copy */
+};
+
+/* A new, empty pairing; NULL when out of memory. */
+struct mt_pairing *mt_pairing_new(void);
+/* Pairs alloc or free event ev (in trace order) into *out: 0, 1 when ev is
+ * of no layer (skipped), or -ENOMEM (p unchanged). */
+int mt_pairing_step(struct mt_pairing *p, const struct mt_event *ev, struct mt_pair_step *out);
+/* The live allocation of layer with that index at (process, device,
+ * address), stranded ones included, or NULL; valid until the next step. */
+struct mt_live *mt_pairing_find(struct mt_pairing *p, unsigned layer, uint64_t index,
+				 uint32_t process, uint32_t device, uint64_t address);
+/* Calls fn for every allocation live now (both layers, stranded ones
+ * last). */
+void mt_pairing_each(struct mt_pairing *p, void (*fn)(void *data, struct mt_live *live),
+		     void *data);
+/* Accepts NULL. */
+void mt_pairing_free(struct mt_pairing *p);
 
 /* Pairs the selected alloc/free events (the query's kinds are ignored; its
  * device, process and window apply) of one layer into lifetimes, in order of
