@@ -75,6 +75,14 @@ for view in policies timeline; do
     check "$view: only planned, left out" status 0 env MEMTRACE_PLAN_BUDGET=1KiB \
         "$M" render "$dir/t.db" "$dir/a/only-$view.png" --view $view --policy planned
 done
+# a saved replay of planned is drawn whatever the budget
+cp "$dir/t.db" "$dir/saved.db"
+check "planned saved" status 0 "$M" replay "$dir/saved.db" --policy planned,caching --backend sim
+check "saved: no budget" status 0 env MEMTRACE_PLAN_BUDGET=none \
+    "$M" render "$dir/saved.db" "$dir/a/saved-none.png" --view policies
+check "saved: over the budget" status 0 env MEMTRACE_PLAN_BUDGET=1KiB \
+    "$M" render "$dir/saved.db" "$dir/a/saved-left.png" --view policies
+check "saved planned drawn" cmp -s "$dir/a/saved-none.png" "$dir/a/saved-left.png"
 
 views=$("$M" render --list-views)
 check "views listed" test -n "$views"
