@@ -14,6 +14,7 @@
 #include "cli-util.h"
 #include "commands.h"
 #include "memtrace-analyze.h"
+#include "memtrace-common.h"
 #include "memtrace-replay.h"
 #include "memtrace-viewer.h"
 
@@ -46,7 +47,10 @@ static const char *view_names(const char *sep, char *buf, size_t len)
 static void usage(FILE *out)
 {
 	char names[256], at[256], window[256], policies[256], devices[256], phases[256];
+	char budget[32];
 	size_t i;
+
+	mt_size_format(MT_RENDER_PLAN_BUDGET, budget, sizeof(budget));
 
 	fprintf(out,
 	        "Usage: memtrace render [TRACE] OUT.png|svg|pdf|html [OPTIONS]\n"
@@ -80,8 +84,8 @@ static void usage(FILE *out)
 	}
 	fprintf(out,
 	        "  --policy NAME[,NAME...]  policies to draw: saved replays, else replayed\n"
-	        "                           under sim; NAME may carry :key=value,...\n"
-	        "                           (%s)\n"
+	        "                           under sim one after the other; NAME may carry\n"
+	        "                           :key=value,... (%s)\n"
 	        "  --at peak|TIME           the moment (%s; default peak)\n"
 	        "  --from TIME, --to TIME   time window (%s)\n"
 	        "  --size WxH               picture size (default %ux%u)\n"
@@ -97,13 +101,23 @@ static void usage(FILE *out)
 	        "  --list-views             the views' names, one a line\n"
 	        "  -h, --help               this text\n"
 	        "\n"
-	        "TIME is since the start of the trace: 1.5 (seconds), 1.5s, 300ms, 20us, 100ns.\n",
+	        "TIME is since the start of the trace: 1.5 (seconds), 1.5s, 300ms, 20us, 100ns.\n"
+	        "\n"
+	        "Policies with no saved replay in TRACE are replayed one after the other.\n"
+	        "planned plans with every request known and holds about %llu bytes a\n"
+	        "request while it replays: when that comes to more than %s, the timeline\n"
+	        "and policies views leave it out and say so (memtrace replay saves a\n"
+	        "replay of it, which they then draw).\n"
+	        "\n"
+	        "Environment: MEMTRACE_PLAN_BUDGET=SIZE|none sets that limit (default\n"
+	        "%s; none: always replay planned).\n",
 	        views_using(MT_VIEW_USES_POLICIES, policies, sizeof(policies)),
 	        views_using(MT_VIEW_USES_AT, at, sizeof(at)),
 	        views_using(MT_VIEW_USES_WINDOW, window, sizeof(window)), MT_RENDER_DEFAULT_WIDTH,
 	        MT_RENDER_DEFAULT_HEIGHT,
 	        views_using(MT_VIEW_USES_ALL_DEVICES, devices, sizeof(devices)),
-	        views_using(MT_VIEW_USES_PHASES, phases, sizeof(phases)));
+	        views_using(MT_VIEW_USES_PHASES, phases, sizeof(phases)),
+	        (unsigned long long)mt_plan_bytes_estimate(1), budget, budget);
 }
 
 static int parse_size(const char *text, unsigned *w, unsigned *h)
@@ -114,6 +128,23 @@ static int parse_size(const char *text, unsigned *w, unsigned *h)
 	    *h < MT_RENDER_MIN_SIDE || *w > MT_RENDER_MAX_SIDE || *h > MT_RENDER_MAX_SIDE)
 		return -EINVAL;
 	return 0;
+}
+
+/* o->plan_budget from MEMTRACE_PLAN_BUDGET, when set. */
+static int plan_budget(struct mt_render_options *o)
+{
+	const char *text = getenv("MEMTRACE_PLAN_BUDGET");
+
+	if (!text || !*text)
+		return CLI_EXIT_OK;
+	if (!strcmp(text, "none"))
+		o->plan_budget = UINT64_MAX;
+	else if (mt_size_parse(text, &o->plan_budget) < 0 || !o->plan_budget)
+		return cli_usage_error(CMD,
+		                       "MEMTRACE_PLAN_BUDGET: '%s' is not a size > 0 "
+		                       "(256MiB) or none",
+		                       text);
+	return CLI_EXIT_OK;
 }
 
 /* Every policy named in specs exists. */
@@ -288,6 +319,8 @@ int cli_cmd_render(int argc, char **argv)
 	else if (!(mt_view_find(o.view)->formats & 1u << o.format))
 		return cli_usage_error(CMD, "the %s view cannot write %s", o.view, out);
 	if (o.policies && (rc = check_policies(o.policies)) != CLI_EXIT_OK)
+		return rc;
+	if ((rc = plan_budget(&o)) != CLI_EXIT_OK)
 		return rc;
 	if (!writable_folder(out)) {
 		cli_error(CMD, "cannot write %s: %s", out,

@@ -143,6 +143,15 @@ struct mt_plan_request {
 	uint64_t bytes;
 };
 
+/* About the bytes a replay of the offline planner (the `planned` policy)
+ * holds at its peak for a stream of this many requests
+ * (mt_request_stream_requests): what it keeps per request while it plans,
+ * within 10 % of what a replay of a synthetic training trace takes; where
+ * the addresses in use are fragmented (random lifetimes) it takes up to
+ * twice as much. For callers that would rather leave planned out than hold
+ * that much. */
+uint64_t mt_plan_bytes_estimate(uint64_t requests);
+
 struct mt_policy_stats {
 	uint64_t allocated; /* bytes handed to the program (as the policy rounds them) */
 	uint64_t requested; /* bytes the program asked for */

@@ -232,6 +232,8 @@ void vw_draw_swatch(const struct vw_canvas *c, enum vw_swatch s, struct vw_rgb c
 	case VW_SWATCH_OOM:
 		vw_marker_oom(c, x + w / 2, y + h / 2 - h * 0.3);
 		break;
+	case VW_SWATCH_NONE:
+		break;
 	}
 	cairo_restore(cr);
 }
@@ -244,7 +246,9 @@ double vw_legend(const struct vw_canvas *c, double x, double y, double width,
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		double w = sw + c->font * 0.4 + vw_text_width(c, 0.9, false, items[i].label);
+		bool note = items[i].swatch == VW_SWATCH_NONE;
+		double lead = note ? 0 : sw + c->font * 0.4;
+		double w = lead + vw_text_width(c, 0.9, false, items[i].label);
 
 		if (cx > x && cx + w > x + width) {
 			cx = x;
@@ -253,9 +257,9 @@ double vw_legend(const struct vw_canvas *c, double x, double y, double width,
 		if (draw) {
 			vw_draw_swatch(c, items[i].swatch, items[i].color, cx,
 			               cy + (row - sh) / 2 - c->font * 0.1, sw, sh);
-			vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
-			vw_text(c, cx + sw + c->font * 0.4, cy + row / 2, 0.9, false, VW_LEFT,
-			        VW_MIDDLE, items[i].label);
+			vw_set_rgb(c->cr, vw_role_color(note ? VW_ROLE_MUTED_TEXT : VW_ROLE_TEXT));
+			vw_text(c, cx + lead, cy + row / 2, 0.9, false, VW_LEFT, VW_MIDDLE,
+			        items[i].label);
 		}
 		cx += w + gap;
 	}

@@ -540,8 +540,8 @@ static int write_policies(struct ctx *c, const struct mt_render_options *o)
 		goto out;
 	}
 	if (o->policies || has_saved(c)) {
-		rc = vw_policy_runs(&c->t, o->policies, SERIES_POINTS, &runs, &nruns, c->err,
-		                    c->errlen);
+		rc = vw_policy_runs(&c->t, o->policies, SERIES_POINTS, UINT64_MAX, &runs, &nruns,
+		                    NULL, c->err, c->errlen);
 		if (rc < 0)
 			goto out;
 	}

@@ -12,7 +12,8 @@
  *  - segments: the segment map at a moment for the recorded allocator and/or
  *    policies replayed to that moment, one row per segment;
  *  - policies: peak reserved per policy against the lower bound, and each
- *    policy's reserved memory over time;
+ *    policy's reserved memory over time (planned, which holds every
+ *    request, only within plan_budget; else a note says what it would need);
  *  - anatomy: one bar per device splitting the device memory in use into CUDA
  *    context and libraries, allocator cache, fragmentation and live tensors.
  * Drawing cost is bounded by pixels, not events: allocations are aggregated
@@ -46,6 +47,11 @@ enum mt_image_format {
 /* Accepted range for either side, in pixels (PNG) or points (SVG, PDF). */
 #define MT_RENDER_MIN_SIDE 320
 #define MT_RENDER_MAX_SIDE 16384
+/* The memory a picture may spend on replaying an offline policy (planned,
+ * which holds every request) when the trace has no saved replay of it:
+ * above it (mt_plan_bytes_estimate), the policy is left out and the
+ * picture says so. The other policies stream (tens of MiB each). */
+#define MT_RENDER_PLAN_BUDGET (256ull << 20)
 
 /* The options a view reads (mt_view_info.uses). */
 enum mt_view_uses {
@@ -84,6 +90,10 @@ struct mt_render_options {
 	 * their reserved memory, segments draws their maps, policies compares
 	 * them (NULL there = the saved replays, else every policy under sim). */
 	const char *policies;
+	/* bytes an offline policy's replay may hold, else it is left out
+	 * (timeline, policies); 0 = MT_RENDER_PLAN_BUDGET, UINT64_MAX = no
+	 * limit */
+	uint64_t plan_budget;
 	bool all_ranges; /* NVTX phases include the ranges libraries open for
 	                    their own work (CUB, Thrust, cuBLAS...) */
 	bool at_set;     /* false: the peak (reserved for segments, live for anatomy) */
@@ -103,9 +113,10 @@ int mt_image_format_from_path(const char *path, enum mt_image_format *format);
 
 /* Draws one view of the trace open in r into out_path (created or
  * replaced). -EINVAL for an unknown view or one that does not write the
- * format. Policies are replayed under the sim backend when the trace has
- * no saved replay of them. Returns 0 or a negative errno with a message in
- * err (errlen >= 1). */
+ * format. Policies are replayed under the sim backend, one after the
+ * other, when the trace has no saved replay of them (an offline one only
+ * within plan_budget). Returns 0 or a negative errno with a message in err
+ * (errlen >= 1). */
 int mt_render(struct mt_reader *r, const struct mt_render_options *opt, const char *out_path,
               char *err, size_t errlen);
 

@@ -1,6 +1,9 @@
 /* policy-runs.c — policy results for the views: the trace's saved replays
  * (mt_reader_replays) where they exist, else replays under the sim backend
- * through the replay engine (mt_replay_run).
+ * through the replay engine (mt_replay_run), one after the other, so that
+ * the memory of one replay at a time is held; an offline policy whose
+ * replay would hold more than the caller's budget (mt_plan_bytes_estimate)
+ * is left out and said so.
  */
 #include "config.h"
 
@@ -150,9 +153,60 @@ static int from_saved(struct vw_policy_run *run, const struct mt_replay_record *
 	return copy_series(run, rec->series, rec->series_len);
 }
 
+/* Whether spec's policy keeps every request while it replays (offline). */
+static bool offline(const char *spec)
+{
+	char name[96];
+	const struct mt_policy_ops *ops;
+
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
+	ops = mt_policy_find(name);
+	return ops && ops->flags & MT_POLICY_OFFLINE;
+}
+
+/* Leaves spec out rather than replay it when it would hold more than
+ * budget bytes: true, with run filled in. */
+static bool leave_out(struct vw_policy_run *run, const struct mt_request_stream *stream,
+                      const char *spec, uint64_t budget)
+{
+	uint64_t requests = mt_request_stream_requests(stream);
+	uint64_t needs = mt_plan_bytes_estimate(requests);
+
+	if (!offline(spec) || needs <= budget)
+		return false;
+	snprintf(run->name, sizeof(run->name), "%s", spec);
+	run->left_out = true;
+	run->requests = requests;
+	run->needs = needs;
+	run->budget = budget;
+	return true;
+}
+
+void vw_policy_left_out_note(const struct vw_canvas *c, const struct vw_policy_run *run,
+                             double width, char *buf, size_t len)
+{
+	char needs[32], budget[32], requests[32], text[320];
+	int why;
+
+	mt_size_format(run->needs, needs, sizeof(needs));
+	mt_size_format(run->budget, budget, sizeof(budget));
+	if (run->requests >= 1000000)
+		snprintf(requests, sizeof(requests), "%.1f M", (double)run->requests / 1e6);
+	else
+		snprintf(requests, sizeof(requests), "%llu", (unsigned long long)run->requests);
+	why = snprintf(text, sizeof(text),
+	               "%s: not replayed (%s requests would need ~%s, over the %s budget)",
+	               run->name, requests, needs, budget);
+	/* how to have it drawn, where there is room */
+	snprintf(text + why, sizeof(text) - (size_t)why, "; `memtrace replay` saves it");
+	if (vw_text_width(c, 0.9, false, text) > width)
+		text[why] = '\0';
+	vw_fit_text(c, 0.9, text, width, buf, len);
+}
+
 static int replay(struct vw_policy_run *run, const struct vw_trace *t,
-                  struct mt_request_stream **stream, const char *spec, size_t points, char *err,
-                  size_t errlen)
+                  struct mt_request_stream **stream, const char *spec, size_t points,
+                  uint64_t budget, char *err, size_t errlen)
 {
 	struct mt_replay_options opt = {
 		.policy = spec,
@@ -168,6 +222,8 @@ static int replay(struct vw_policy_run *run, const struct vw_trace *t,
 		if (rc < 0)
 			return rc;
 	}
+	if (leave_out(run, *stream, spec, budget))
+		return 0;
 	memset(&res, 0, sizeof(res));
 	rc = mt_replay_run(*stream, &opt, &res, err, errlen);
 	if (rc < 0)
@@ -244,8 +300,23 @@ oom:
 	return -ENOMEM;
 }
 
-int vw_policy_runs(const struct vw_trace *t, const char *text, size_t points,
-                   struct vw_policy_run **out, size_t *n, char *err, size_t errlen)
+/* Moves the runs left out after the others, each group in its order. */
+static size_t left_out_last(struct vw_policy_run *runs, size_t n)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < n; i++)
+		if (!runs[i].left_out) {
+			struct vw_policy_run r = runs[i];
+
+			memmove(&runs[kept + 1], &runs[kept], (i - kept) * sizeof(*runs));
+			runs[kept++] = r;
+		}
+	return kept;
+}
+
+int vw_policy_runs(const struct vw_trace *t, const char *text, size_t points, uint64_t budget,
+                   struct vw_policy_run **out, size_t *n, size_t *nleft, char *err, size_t errlen)
 {
 	const struct mt_replay_record *recs = NULL;
 	struct mt_request_stream *stream = NULL;
@@ -272,14 +343,16 @@ int vw_policy_runs(const struct vw_trace *t, const char *text, size_t points,
 		if (rec && from_saved(&runs[i], rec) < 0)
 			rc = vw_fail(err, errlen, -ENOMEM, "out of memory");
 		else if (!rec)
-			rc = replay(&runs[i], t, &stream, specs[i], points, err, errlen);
+			rc = replay(&runs[i], t, &stream, specs[i], points, budget, err, errlen);
 	}
 	if (rc < 0) {
 		vw_policy_runs_free(runs, nspecs);
 		goto out;
 	}
 	*out = runs;
-	*n = nspecs;
+	*n = left_out_last(runs, nspecs);
+	if (nleft)
+		*nleft = nspecs - *n;
 out:
 	if (stream)
 		mt_request_stream_free(stream);

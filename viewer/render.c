@@ -131,6 +131,8 @@ int mt_render(struct mt_reader *r, const struct mt_render_options *opt, const ch
 		o.width = MT_RENDER_DEFAULT_WIDTH;
 	if (!o.height)
 		o.height = MT_RENDER_DEFAULT_HEIGHT;
+	if (!o.plan_budget)
+		o.plan_budget = MT_RENDER_PLAN_BUDGET;
 	if (o.width < MT_RENDER_MIN_SIDE || o.height < MT_RENDER_MIN_SIDE ||
 	    o.width > MT_RENDER_MAX_SIDE || o.height > MT_RENDER_MAX_SIDE)
 		return vw_fail(err, errlen, -EINVAL, "size %ux%u is outside %ux%u..%ux%u", o.width,

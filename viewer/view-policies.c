@@ -2,7 +2,8 @@
  * reserved per policy as bars against the lower bound (the most bytes live
  * at once, which no allocator can beat), and each policy's reserved memory
  * over time beside the live bytes. Results come from the trace's saved
- * replays or from replays under sim.
+ * replays or from replays under sim; an offline policy that would need more
+ * memory than the budget to replay is left out with a note in the legend.
  */
 #include "config.h"
 
@@ -91,27 +92,33 @@ static void draw_bars(const struct vw_canvas *c, struct vw_rect area,
 	                    "peak reserved (bars) against the lower bound");
 }
 
+/* runs[0..n) drawn, runs[n..n + nleft) left out (a note each in the legend). */
 static int draw_lines(const struct vw_canvas *c, struct vw_rect area, const struct vw_trace *t,
                       const struct mt_render_options *o, const struct vw_policy_run *runs, size_t n,
-                      char *err, size_t errlen)
+                      size_t nleft, char *err, size_t errlen)
 {
-	struct vw_legend_item items[MAX_SERIES + 1];
+	struct vw_legend_item items[2 * MAX_SERIES + 1];
+	char note[MAX_SERIES][320];
 	double f = c->font, ymax = 0, *v[MAX_SERIES + 1] = { 0 };
 	struct vw_columns cols;
 	struct vw_rect plot;
 	struct vw_axis x, y;
-	size_t i, m = n < MAX_SERIES ? n : MAX_SERIES;
+	size_t i, m = n < MAX_SERIES ? n : MAX_SERIES, k = m + 1;
 	int rc;
 
+	plot.x = round(area.x + f * 6.2);
+	plot.w = area.x + area.w - plot.x;
 	for (i = 0; i < m; i++)
 		items[i] = (struct vw_legend_item){ VW_SWATCH_LINE, vw_policy_color(runs[i].name),
 			                            runs[i].name };
 	items[m] = (struct vw_legend_item){ VW_SWATCH_DASH, vw_role_color(VW_ROLE_LOWER_BOUND),
 		                            "live bytes (lower bound)" };
-	plot.x = round(area.x + f * 6.2);
-	plot.w = area.x + area.w - plot.x;
-	plot.y =
-	        round(area.y + vw_legend(c, plot.x, area.y, plot.w, items, m + 1, false) + f * 0.8);
+	for (i = 0; i < nleft && i < MAX_SERIES; i++) {
+		vw_policy_left_out_note(c, &runs[n + i], plot.w, note[i], sizeof(note[i]));
+		items[k++] = (struct vw_legend_item){ VW_SWATCH_NONE,
+			                              vw_role_color(VW_ROLE_MUTED_TEXT), note[i] };
+	}
+	plot.y = round(area.y + vw_legend(c, plot.x, area.y, plot.w, items, k, false) + f * 0.8);
 	plot.h = area.y + area.h - plot.y - f * 3.2;
 	rc = vw_window(t, o, plot.w, &cols, err, errlen);
 	if (rc < 0)
@@ -136,7 +143,7 @@ static int draw_lines(const struct vw_canvas *c, struct vw_rect area, const stru
 	for (i = 0; i < m; i++)
 		vw_stroke_columns(c, plot, &y, v[i], cols.n, vw_policy_color(runs[i].name), 1.8,
 		                  false);
-	vw_legend(c, plot.x, area.y, plot.w, items, m + 1, true);
+	vw_legend(c, plot.x, area.y, plot.w, items, k, true);
 	vw_set_rgb(c->cr, vw_role_color(VW_ROLE_TEXT));
 	vw_draw_axis_left(c, plot, &y);
 	vw_draw_axis_bottom(c, plot, &x, plot.y + plot.h, "reserved over time");
@@ -154,17 +161,18 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	char subtitle[640], base[384];
 	double f = c->font, top, split;
 	uint64_t lower = 0;
-	size_t n = 0, i;
+	size_t n = 0, nleft = 0, i;
 	bool per_bar;
 	int rc;
 
 	rc = vw_trace_survey(&t, r, o->device, 0, err, errlen);
 	if (rc < 0)
 		return rc;
-	rc = vw_policy_runs(&t, o->policies, (size_t)c->width, &runs, &n, err, errlen);
+	rc = vw_policy_runs(&t, o->policies, (size_t)c->width, o->plan_budget, &runs, &n, &nleft,
+	                    err, errlen);
 	if (rc < 0)
 		goto out;
-	if (n == 0) {
+	if (n + nleft == 0) {
 		rc = vw_fail(err, errlen, -ENOENT, "no policy to compare");
 		goto out;
 	}
@@ -172,9 +180,12 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	vw_trace_subtitle(&t, o->trace_name, base, sizeof(base));
 	for (i = 1; i < n && !strcmp(runs[i].conditions, runs[0].conditions); i++)
 		;
-	snprintf(subtitle, sizeof(subtitle), "%s \u00b7 %s: %s", base,
-	         runs[0].saved ? "saved replays" : "replayed",
-	         i == n ? runs[0].conditions : "each as its bar says");
+	if (n)
+		snprintf(subtitle, sizeof(subtitle), "%s \u00b7 %s: %s", base,
+		         runs[0].saved ? "saved replays" : "replayed",
+		         i == n ? runs[0].conditions : "each as its bar says");
+	else
+		snprintf(subtitle, sizeof(subtitle), "%s", base);
 	per_bar = i < n;
 	top = vw_title(c, "Allocator policies", subtitle);
 	split = round(c->width * 0.4);
@@ -183,9 +194,9 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	rc = draw_lines(c,
 	                (struct vw_rect){ split + f * 1.5, top, c->width - split - f * 2.7,
 	                                  c->height - top - f * 0.8 },
-	                &t, o, runs, n, err, errlen);
+	                &t, o, runs, n, nleft, err, errlen);
 out:
-	vw_policy_runs_free(runs, n);
+	vw_policy_runs_free(runs, n + nleft);
 	vw_trace_release(&t);
 	return rc;
 }

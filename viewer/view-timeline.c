@@ -90,24 +90,38 @@ static int gather_lines(struct timeline *tl, const struct mt_render_options *o, 
 	}
 	if (o->policies) {
 		struct vw_policy_run *runs;
-		size_t n;
+		size_t n, nleft;
 
-		rc = vw_policy_runs(&tl->t, o->policies, tl->cols.n, &runs, &n, err, errlen);
-
+		rc = vw_policy_runs(&tl->t, o->policies, tl->cols.n, o->plan_budget, &runs, &n,
+		                    &nleft, err, errlen);
 		if (rc < 0)
 			return rc;
-		for (i = 0; i < n; i++) {
-			l = add_line(tl, VW_SWATCH_LINE, vw_policy_color(runs[i].name));
+		for (i = 0; i < n + nleft; i++) {
+			/* a policy left out: a note in the legend, no values */
+			l = add_line(tl, i < n ? VW_SWATCH_LINE : VW_SWATCH_NONE,
+			             vw_policy_color(runs[i].name));
 			if (!l) {
-				vw_policy_runs_free(runs, n);
+				vw_policy_runs_free(runs, n + nleft);
 				return vw_fail(err, errlen, -ENOMEM,
 				               "out of memory or too many policies");
 			}
-			vw_columns_steps(&tl->cols, runs[i].reserved, runs[i].npoints, l->v);
-			snprintf(l->label, sizeof(l->label), "reserved: %s (%s: %s)", runs[i].name,
-			         runs[i].saved ? "saved replay" : "replayed", runs[i].conditions);
+			if (i < n) {
+				vw_columns_steps(&tl->cols, runs[i].reserved, runs[i].npoints,
+				                 l->v);
+				snprintf(l->label, sizeof(l->label), "reserved: %s (%s: %s)",
+				         runs[i].name, runs[i].saved ? "saved replay" : "replayed",
+				         runs[i].conditions);
+			} else {
+				size_t x;
+
+				for (x = 0; x < tl->cols.n; x++)
+					l->v[x] = NAN;
+				vw_policy_left_out_note(tl->c, &runs[i],
+				                        tl->c->width - tl->c->font * 2.4, l->label,
+				                        sizeof(l->label));
+			}
 		}
-		vw_policy_runs_free(runs, n);
+		vw_policy_runs_free(runs, n + nleft);
 	}
 	return 0;
 }

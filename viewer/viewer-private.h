@@ -139,7 +139,14 @@ void vw_draw_axis_left(const struct vw_canvas *c, struct vw_rect plot, const str
 double vw_draw_axis_bottom(const struct vw_canvas *c, struct vw_rect plot, const struct vw_axis *a,
                            double y, const char *caption);
 
-enum vw_swatch { VW_SWATCH_FILL, VW_SWATCH_LINE, VW_SWATCH_DASH, VW_SWATCH_PEAK, VW_SWATCH_OOM };
+enum vw_swatch {
+	VW_SWATCH_FILL,
+	VW_SWATCH_LINE,
+	VW_SWATCH_DASH,
+	VW_SWATCH_PEAK,
+	VW_SWATCH_OOM,
+	VW_SWATCH_NONE, /* a note: its text alone, in the muted text colour */
+};
 struct vw_legend_item {
 	enum vw_swatch swatch;
 	struct vw_rgb color;
@@ -379,13 +386,29 @@ struct vw_policy_run {
 	struct vw_point *reserved; /* series */
 	struct vw_point *allocated;
 	size_t npoints;
+	/* not replayed: an offline policy with no saved replay whose replay
+	 * would hold about `needs` bytes (mt_plan_bytes_estimate of its
+	 * `requests`), more than `budget`; no figures or series then */
+	bool left_out;
+	uint64_t requests, needs, budget;
 };
 
 /* Replays for the views: specs NULL = the saved replays of the device
- * (latest per policy), or every policy under sim when none is saved. */
-int vw_policy_runs(const struct vw_trace *t, const char *specs, size_t points,
-                   struct vw_policy_run **out, size_t *n, char *err, size_t errlen);
+ * (latest per policy), or every policy under sim when none is saved; the
+ * replays run one after the other. An offline policy without a saved replay
+ * that would hold more than budget bytes (UINT64_MAX: no budget) is left
+ * out rather than replayed. *out holds the *n runs to draw, in the specs'
+ * order, then the *nleft left out (nleft may be NULL when budget is
+ * UINT64_MAX); free it with vw_policy_runs_free(*out, *n + *nleft). */
+int vw_policy_runs(const struct vw_trace *t, const char *specs, size_t points, uint64_t budget,
+                   struct vw_policy_run **out, size_t *n, size_t *nleft, char *err, size_t errlen);
 void vw_policy_runs_free(struct vw_policy_run *runs, size_t n);
+/* The note a picture shows for a run left out, at 0.9 of the font, fitted
+ * to width: its name, why, and how to have it drawn where there is room
+ * ("planned: not replayed (25.0 M requests would need ~1.96 GiB, over the
+ * 256 MiB budget); `memtrace replay` saves it"). */
+void vw_policy_left_out_note(const struct vw_canvas *c, const struct vw_policy_run *run,
+                             double width, char *buf, size_t len);
 
 /* ---- segmap.c: segment maps at a moment (struct mt_segmap, analyze) ------- */
 

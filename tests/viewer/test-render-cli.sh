@@ -57,6 +57,33 @@ check "window after the end" status 2 "$M" render "$dir/t.db" "$dir/a/t.png" --f
 check "size honoured" status 0 "$M" render "$dir/t.db" "$dir/a/small.png" --size 640x400
 check "PNG of 640x400" bash -c "od -An -tx1 -j16 -N8 '$dir/a/small.png' | tr -d ' \n' | grep -qx '0000028000000190'"
 
+# planned's replay within MEMTRACE_PLAN_BUDGET, else left out with a note
+check "help names the plan budget" bash -c "'$M' render --help | grep -q MEMTRACE_PLAN_BUDGET"
+check "plan budget not a size" status 2 env MEMTRACE_PLAN_BUDGET=lots \
+    "$M" render "$dir/t.db" "$dir/a/p.png" --view policies --policy planned
+check "plan budget of 0" status 2 env MEMTRACE_PLAN_BUDGET=0 \
+    "$M" render "$dir/t.db" "$dir/a/p.png" --view policies --policy planned
+check "planned within the default budget" status 0 \
+    "$M" render "$dir/t.db" "$dir/a/planned.png" --view policies --policy caching,planned
+check "no budget" status 0 env MEMTRACE_PLAN_BUDGET=none \
+    "$M" render "$dir/t.db" "$dir/a/none.png" --view policies --policy caching,planned
+check "the same picture as with no budget" cmp -s "$dir/a/planned.png" "$dir/a/none.png"
+check "planned over the budget" status 0 env MEMTRACE_PLAN_BUDGET=1KiB \
+    "$M" render "$dir/t.db" "$dir/a/left.png" --view policies --policy caching,planned
+check "planned left out" bash -c "! cmp -s '$dir/a/left.png' '$dir/a/none.png'"
+for view in policies timeline; do
+    check "$view: only planned, left out" status 0 env MEMTRACE_PLAN_BUDGET=1KiB \
+        "$M" render "$dir/t.db" "$dir/a/only-$view.png" --view $view --policy planned
+done
+# a saved replay of planned is drawn whatever the budget
+cp "$dir/t.db" "$dir/saved.db"
+check "planned saved" status 0 "$M" replay "$dir/saved.db" --policy planned,caching --backend sim
+check "saved: no budget" status 0 env MEMTRACE_PLAN_BUDGET=none \
+    "$M" render "$dir/saved.db" "$dir/a/saved-none.png" --view policies
+check "saved: over the budget" status 0 env MEMTRACE_PLAN_BUDGET=1KiB \
+    "$M" render "$dir/saved.db" "$dir/a/saved-left.png" --view policies
+check "saved planned drawn" cmp -s "$dir/a/saved-none.png" "$dir/a/saved-left.png"
+
 views=$("$M" render --list-views)
 check "views listed" test -n "$views"
 # whether a view writes an extension (render checks that before reading)

@@ -211,6 +211,157 @@ static void policy_colours(void)
 	CHECK(count_colour(two, bestfit) > 500);
 }
 
+/* The requests of trace's first device and what planned would hold for
+ * them (mt_plan_bytes_estimate). */
+static uint64_t plan_needs(const char *trace, uint64_t *requests)
+{
+	struct mt_reader *r = mt_reader_new();
+	struct mt_request_stream *s = NULL;
+	char err[256];
+
+	*requests = 0;
+	if (r && mt_reader_open(r, trace) == 0 &&
+	    mt_request_stream_load(&s, r, 0, err, sizeof(err)) == 0) {
+		*requests = mt_request_stream_requests(s);
+		mt_request_stream_free(s);
+	}
+	mt_reader_free(r);
+	return mt_plan_bytes_estimate(*requests);
+}
+
+/* The note for run (planned, left out): why, and how to have it drawn
+ * where there is room for that. */
+static void note_says(const struct vw_policy_run *run, uint64_t requests, uint64_t needs)
+{
+	struct vw_canvas c;
+	char note[320], shorter[320], text[64], err[256];
+	double full;
+
+	REQUIRE(vw_canvas_open(&c, MT_IMAGE_PNG, vt_path(2, "note.png"), 1600, 900, err,
+	                       sizeof(err)) == 0);
+	vw_policy_left_out_note(&c, run, 1e6, note, sizeof(note));
+	CHECKF(!strncmp(note, "planned: not replayed", 21), "%s", note);
+	snprintf(text, sizeof(text), "%llu requests", (unsigned long long)requests);
+	CHECKF(strstr(note, text) != NULL, "%s", note);
+	CHECKF(strstr(note, mt_size_format(needs, text, sizeof(text))) != NULL, "%s", note);
+	CHECKF(strstr(note, "`memtrace replay` saves it") != NULL, "%s", note);
+	/* a little narrower: the same reason, without the hint */
+	full = vw_text_width(&c, 0.9, false, note);
+	vw_policy_left_out_note(&c, run, full - 1, shorter, sizeof(shorter));
+	CHECKF(strlen(shorter) > 20 && !strncmp(note, shorter, strlen(shorter)) &&
+	               !strstr(shorter, "memtrace replay") && shorter[strlen(shorter) - 1] == ')',
+	       "%s", shorter);
+	vw_canvas_discard(&c);
+}
+
+/* planned (offline: it holds every request while it replays) is left out
+ * when it would need more than the budget, after the policies drawn, with
+ * what it would need; at the budget it is replayed. Saved replays are
+ * drawn whatever the budget. */
+static void plan_budget_runs(void)
+{
+	const char *trace = vt_path(0, "full-budget.db");
+	struct vw_policy_run *runs = NULL;
+	struct mt_reader *r = mt_reader_new();
+	uint64_t requests, needs;
+	char err[256];
+	size_t n = 0, nleft = 0;
+	struct vw_trace t;
+
+	REQUIRE(vt_write_trace(trace, VT_FULL) == 0);
+	needs = plan_needs(trace, &requests);
+	/* more than its plan records alone */
+	CHECK(requests > 0 && needs > requests * sizeof(struct mt_plan_request));
+	REQUIRE(r && mt_reader_open(r, trace) == 0);
+	REQUIRE(vw_trace_survey(&t, r, 0, 0, err, sizeof(err)) == 0);
+	CHECK(vw_policy_runs(&t, "planned,caching", 100, needs - 1, &runs, &n, &nleft, err,
+	                     sizeof(err)) == 0);
+	CHECK(n == 1 && nleft == 1);
+	if (n == 1 && nleft == 1) {
+		CHECK(!strcmp(runs[0].name, "caching") && runs[0].saved && !runs[0].left_out);
+		CHECK(!strcmp(runs[1].name, "planned") && runs[1].left_out && !runs[1].npoints);
+		CHECK(runs[1].requests == requests && runs[1].needs == needs &&
+		      runs[1].budget == needs - 1);
+		note_says(&runs[1], requests, needs);
+	}
+	vw_policy_runs_free(runs, n + nleft);
+	runs = NULL;
+	CHECK(vw_policy_runs(&t, "planned,caching", 100, needs, &runs, &n, &nleft, err,
+	                     sizeof(err)) == 0);
+	CHECK(n == 2 && nleft == 0);
+	if (n == 2)
+		CHECK(!strcmp(runs[0].name, "planned") && !runs[0].saved && !runs[0].left_out &&
+		      runs[0].npoints > 0 && runs[0].peak_reserved > 0);
+	vw_policy_runs_free(runs, n + nleft);
+	runs = NULL;
+	/* nothing asked: the saved replays, none left out */
+	CHECK(vw_policy_runs(&t, NULL, 100, 1, &runs, &n, &nleft, err, sizeof(err)) == 0);
+	CHECK(n == 2 && nleft == 0);
+	vw_policy_runs_free(runs, n + nleft);
+	vw_trace_release(&t);
+	mt_reader_free(r);
+}
+
+/* Pixels of neutral grey darker than the grid in a PNG: text, axes and
+ * the lower bound's line. */
+static long count_grey(const char *png)
+{
+	cairo_surface_t *img = cairo_image_surface_create_from_png(png);
+	long n = 0;
+	int x, y;
+
+	if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS)
+		for (y = 0; y < cairo_image_surface_get_height(img); y++)
+			for (x = 0; x < cairo_image_surface_get_width(img); x++) {
+				uint32_t p = vt_pixel(img, x, y), r = p >> 16, g = p >> 8 & 0xff;
+
+				n += r == g && g == (p & 0xff) && r < 0xd0;
+			}
+	cairo_surface_destroy(img);
+	return n;
+}
+
+/* The view of trace with policies under a plan budget, as 1600x900 PNG;
+ * its pixels of the colour c, or (c NULL) its grey ones. */
+static long budget_pixels(const char *trace, const char *view, const char *policies,
+                          uint64_t budget, const struct vw_rgb *c)
+{
+	const char *png = vt_path(1, "budget.png");
+	struct mt_render_options o = { .view = view, .policies = policies, .plan_budget = budget };
+
+	CHECK(vt_render_options(trace, png, o) == 0);
+	return c ? count_colour(png, *c) : count_grey(png);
+}
+
+/* A policy left out has no bar or line, and a note says so (text added to
+ * a picture that is otherwise that of the other policies); under a budget
+ * that holds it, it is drawn. */
+static void plan_budget_pictures(void)
+{
+	const char *trace = vt_path(0, "full-budget-pictures.db");
+	const char *view[] = { "policies", "timeline" };
+	struct vw_rgb planned = vw_policy_color("planned");
+	uint64_t requests, needs;
+	size_t i;
+
+	REQUIRE(vt_write_trace(trace, VT_FULL) == 0);
+	needs = plan_needs(trace, &requests);
+	for (i = 0; i < 2; i++) {
+		long without = budget_pixels(trace, view[i], "caching", needs - 1, NULL);
+		long with = budget_pixels(trace, view[i], "caching,planned", needs - 1, NULL);
+
+		CHECKF(budget_pixels(trace, view[i], "caching,planned", needs - 1, &planned) == 0,
+		       "%s", view[i]);
+		CHECKF(budget_pixels(trace, view[i], "caching,planned", needs, &planned) > 500,
+		       "%s", view[i]);
+		printf("# %s: %ld grey pixels with the note, %ld without\n", view[i], with,
+		       without);
+		/* about 100 characters of 10-20 such pixels each */
+		CHECKF(with > without + 800, "%s: %ld grey pixels with the note, %ld without",
+		       view[i], with, without);
+	}
+}
+
 static void specs(void)
 {
 	char **s = NULL;
@@ -278,6 +429,8 @@ int main(void)
 	TEST(segment_map);
 	TEST(segment_map_at_live_peak);
 	TEST(policy_colours);
+	TEST(plan_budget_runs);
+	TEST(plan_budget_pictures);
 	TEST(specs);
 	TEST(ticks);
 	vt_cleanup();

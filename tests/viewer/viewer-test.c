@@ -265,20 +265,27 @@ void vt_cleanup(void)
 int vt_render(const char *trace, const char *out, const char *view, const char *policies,
               double at_ms, unsigned width, unsigned height)
 {
-	struct mt_render_options o = { .view = view,
-		                       .width = width,
-		                       .height = height,
-		                       .trace_name = "viewer-test.db",
-		                       .policies = policies };
+	struct mt_render_options o = {
+		.view = view, .width = width, .height = height, .policies = policies
+	};
+
+	if (at_ms >= 0) {
+		o.at_set = true;
+		o.at = (uint64_t)(at_ms * MS);
+	}
+	return vt_render_options(trace, out, o);
+}
+
+int vt_render_options(const char *trace, const char *out, struct mt_render_options o)
+{
 	struct mt_reader *r = mt_reader_new();
 	char err[256];
 	int rc;
 
-	if (mt_image_format_from_path(out, &o.format) < 0)
+	o.trace_name = "viewer-test.db";
+	if (mt_image_format_from_path(out, &o.format) < 0) {
+		mt_reader_free(r);
 		return -EINVAL;
-	if (at_ms >= 0) {
-		o.at_set = true;
-		o.at = (uint64_t)(at_ms * MS);
 	}
 	rc = r ? mt_reader_open(r, trace) : -ENOMEM;
 	if (rc == 0)

@@ -39,6 +39,8 @@ void vt_cleanup(void);
  * Returns mt_render's value; prints its message on failure. */
 int vt_render(const char *trace, const char *out, const char *view, const char *policies,
               double at_ms, unsigned width, unsigned height);
+/* The same with every option given (format and trace_name set here). */
+int vt_render_options(const char *trace, const char *out, struct mt_render_options o);
 
 /* An opaque pixel 0xRRGGBB of a PNG read back. */
 uint32_t vt_pixel(cairo_surface_t *img, int x, int y);
