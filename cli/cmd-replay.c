@@ -575,11 +575,17 @@ int cli_cmd_replay(int argc, char **argv)
 	if ((rc = pick_backend(backend_arg, &kind)) != CLI_EXIT_OK)
 		return rc;
 
+	/* The file the reader holds: the one the path named both before and
+	 * after it was opened. Left zero when that is not so, or when the path
+	 * is gone: save then refuses. */
+	struct stat read_id = { 0 }, after;
+	bool named = stat(path, &read_id) == 0;
 	struct mt_reader *reader;
 	if ((rc = cli_open_trace(CMD, path, &reader)) != CLI_EXIT_OK)
 		return rc;
-	struct stat read_id = { 0 }; /* left zero if gone: save then refuses */
-	(void)stat(path, &read_id);
+	if (!named || stat(path, &after) != 0 || after.st_dev != read_id.st_dev ||
+	    after.st_ino != read_id.st_ino)
+		read_id = (struct stat){ 0 };
 	struct mt_request_stream *s = NULL;
 	char err[256];
 	uint32_t row = 0; /* the first device with allocations */
