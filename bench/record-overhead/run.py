@@ -57,7 +57,8 @@ intervals narrow to a per cent or two, and then a process's own speed shows:
 two plain processes of one BERT lockstep differed by 4.3 % [2.5-6.3] over
 220 cycles (2026-11-25), more than an interval. Give two or more plain runs
 ('A/A=plain', 'A/B=plain'): a second line then compares every configuration
-with their mean, cycle by cycle.
+with their mean, cycle by cycle; and --rounds R runs the lockstep R times
+with fresh processes, its intervals resampling the rounds too.
 
 --pin CPU. A process tends to stay on the vCPU it started on, and the vCPUs
 of a shared host may run at different speeds (a neighbour's work on the
@@ -69,7 +70,7 @@ all the other CPUs: each configuration's steps then run on the same vCPU,
 and what recording runs beside them runs elsewhere, as on an idle core of a
 user's machine.
 
-Usage: run.py MEMTRACE [--cycles N] [--block N] [--variant NAME[=OPTIONS]]... [--cpus LIST]
+Usage: run.py MEMTRACE [--cycles N] [--rounds R] [--block N] [--variant NAME[=OPTIONS]]... [--cpus LIST]
               [--script-args ARGS] [--pin CPU] [--hook-floor LIB --recorder DIR] [--only SCRIPTS] [--json PATH]
 """
 import argparse
@@ -260,6 +261,14 @@ def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus, pin):
                 p.proc.wait()
 
 
+def merged(side, more):
+    """A sidecar with another round's blocks appended."""
+    side = dict(side)
+    for key in ("block_ms", "block_cpu_ms"):
+        side[key] = side[key] + more[key]
+    return side
+
+
 def variant(text):
     """NAME or NAME=WORDS: memtrace record options, or the word plain (run
     without memtrace) followed by options of the workload script, and
@@ -296,21 +305,27 @@ def median_paired(runs, plain):
     return statistics.median(r / p for r, p in zip(runs, plain))
 
 
-def interval(stat, runs, plain, draws=2000):
+def interval(stat, runs, plain, rounds=None, draws=2000):
     """The 95 % interval of stat(runs, plain) by resampling whole cycles (a
     cycle's blocks of every configuration together), seeded so that a rerun
-    on the same figures prints the same interval."""
+    on the same figures prints the same interval. rounds (lists of the
+    cycles' indices, one a round of fresh processes) resamples in two
+    stages: rounds, then cycles within each round drawn, so that what a
+    process's own speed adds shows in the interval."""
     rng = random.Random(1)
-    n = len(runs)
+    rounds = rounds or [list(range(len(runs)))]
     ratios = []
     for _ in range(draws):
-        pick = [rng.randrange(n) for _ in range(n)]
+        pick = []
+        for _ in rounds:
+            cycles = rounds[rng.randrange(len(rounds))]
+            pick += [cycles[rng.randrange(len(cycles))] for _ in cycles]
         ratios.append(stat([runs[i] for i in pick], [plain[i] for i in pick]))
     ratios.sort()
     return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
 
 
-def pooled_line(sides, names, copies):
+def pooled_line(sides, names, copies, rounds=None):
     """Each configuration against the mean, cycle by cycle, of plain and its
     copies (the variants named in copies): a process's own speed (its
     memory layout, its place on the host) can differ from another's by a
@@ -323,8 +338,9 @@ def pooled_line(sides, names, copies):
         if v in copies:
             continue
         runs = side["block_ms"]
-        m, (low, high) = mean_ratio(runs, pooled), interval(mean_ratio, runs, pooled)
-        md, (md_low, md_high) = median_paired(runs, pooled), interval(median_paired, runs, pooled)
+        m, (low, high) = mean_ratio(runs, pooled), interval(mean_ratio, runs, pooled, rounds)
+        md = median_paired(runs, pooled)
+        md_low, md_high = interval(median_paired, runs, pooled, rounds)
         figures[v] = dict(ratio=round(m, 4), ratio_95=[round(low, 4), round(high, 4)],
                           paired_ratio=round(md, 4),
                           paired_ratio_95=[round(md_low, 4), round(md_high, 4)])
@@ -333,14 +349,15 @@ def pooled_line(sides, names, copies):
     return line, figures
 
 
-def report(name, target, sides, names, copies=()):
+def report(name, target, sides, names, copies=(), rounds=None):
     """Prints a workload's line (per configuration: mean ms per step, the
     ratio of the means to plain, the median and range of the ratios within a
     cycle, the ratio of the lower quartiles, each ratio with its 95 %
     interval from resampling cycles, the ratio of the mean CPU times) and
     returns its row for --json. With copies (the names of further plain
     runs), a second line gives each configuration against the mean of all
-    plain runs."""
+    plain runs. rounds: the cycles of each round of fresh processes (see
+    interval)."""
     plain, plain_cpu = sides[0]["block_ms"], sides[0]["block_cpu_ms"]
     base, base_cpu = statistics.mean(plain), statistics.mean(plain_cpu)
     row = dict(workload=name, plain_ms=plain, plain_cpu_ms=plain_cpu, target=target,
@@ -351,9 +368,9 @@ def report(name, target, sides, names, copies=()):
         mean = statistics.mean(runs)
         paired = sorted(r / p for r, p in zip(runs, plain))
         q25 = q25_ratio(runs, plain)
-        low, high = interval(mean_ratio, runs, plain)
-        q25_low, q25_high = interval(q25_ratio, runs, plain)
-        med_low, med_high = interval(median_paired, runs, plain)
+        low, high = interval(mean_ratio, runs, plain, rounds)
+        q25_low, q25_high = interval(q25_ratio, runs, plain, rounds)
+        med_low, med_high = interval(median_paired, runs, plain, rounds)
         row["variants"][v] = dict(recorded_ms=runs, recorded_cpu_ms=cpu,
                                   cpu_ratio=round(statistics.mean(cpu) / base_cpu, 4),
                                   ratio=round(mean / base, 4), q25_ratio=round(q25, 4),
@@ -371,7 +388,7 @@ def report(name, target, sides, names, copies=()):
                      statistics.mean(cpu) / base_cpu)
     print(line + ("  (target %.2f)" % target if target else ""), flush=True)
     if copies:
-        line, row["against_pooled_plain"] = pooled_line(sides, names, copies)
+        line, row["against_pooled_plain"] = pooled_line(sides, names, copies, rounds)
         print(line, flush=True)
     return row
 
@@ -380,6 +397,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("memtrace")
     p.add_argument("--cycles", type=int, default=10, help="turns each run takes (default 10)")
+    p.add_argument("--rounds", type=int, default=1, metavar="R",
+                   help="run each lockstep R times, with fresh processes each time, and pool "
+                        "the cycles (intervals resample rounds, then cycles)")
     p.add_argument("--block", type=int, metavar="N",
                    help="steps a turn (default: the workload's own, 1-12)")
     p.add_argument("--json")
@@ -420,10 +440,17 @@ def main():
         subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
         for n, (name, script, args, block, target) in enumerate(chosen):
             args = args + a.script_args.split()
-            sides = lockstep(a.memtrace, script, args, a.block or block, a.cycles, runs,
-                             os.path.join(tmp, "w%d" % n), a.cpus, a.pin)
+            sides, rounds = None, []
+            for k in range(a.rounds):
+                got = lockstep(a.memtrace, script, args, a.block or block, a.cycles, runs,
+                               os.path.join(tmp, "w%d-%d" % (n, k)), a.cpus, a.pin)
+                first = len(got[0]["block_ms"]) * k
+                rounds.append(list(range(first, first + len(got[0]["block_ms"]))))
+                sides = got if sides is None else [merged(s, g) for s, g in zip(sides, got)]
             rows.append(report(name, target, sides, [r for r, _ in runs],
-                               [r for r, how in runs[1:] if how is None]))
+                               [r for r, how in runs[1:] if how is None],
+                               rounds if a.rounds > 1 else None))
+            rows[-1]["rounds"] = a.rounds
             if a.json:  # after each workload: a run cut short keeps what it measured
                 with open(a.json, "w") as f:
                     json.dump(rows, f, indent=1)
