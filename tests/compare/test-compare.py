@@ -30,7 +30,11 @@ def run(*args, rc=0):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="mt-compare-test-")
+    with tempfile.TemporaryDirectory(prefix="mt-compare-test-") as work:
+        return check_compare(work)
+
+
+def check_compare(work):
     a = os.path.join(work, "a.db")
     b = os.path.join(work, "b.db")
     run("synth", "--pattern", "train", "--events", "20000", "--seed", "3", "-o", a)
