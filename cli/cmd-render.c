@@ -107,7 +107,7 @@ static void usage(FILE *out)
 	        "planned plans with every request known and holds about %llu bytes a\n"
 	        "request while it replays: when that comes to more than %s, the timeline\n"
 	        "and policies views leave it out and say so (memtrace replay saves a\n"
-	        "replay of it, which they then draw).\n"
+	        "replay of it, which they then draw), and segments refuses it.\n"
 	        "\n"
 	        "Environment: MEMTRACE_PLAN_BUDGET=SIZE|none sets that limit (default\n"
 	        "%s; none: always replay planned).\n",

@@ -583,8 +583,8 @@ static int write_policies(struct ctx *c, const struct mt_render_options *o)
 
 			if (set && k % every && at[k] != c->rep.peak_at)
 				continue;
-			rc = set ? vw_segmap_policy(&c->t, runs[set - 1].name, at[k], &m, c->err,
-			                            c->errlen)
+			rc = set ? vw_segmap_policy(&c->t, runs[set - 1].name, at[k], UINT64_MAX,
+			                            &m, c->err, c->errlen)
 			         : vw_segmap_recorded(&c->t, at[k], &m, c->err, c->errlen);
 			if (rc == -ENOTSUP) { /* a policy that cannot list its segments */
 				rc = 0;

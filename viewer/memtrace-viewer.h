@@ -10,7 +10,8 @@
  *    device memory in use from the samples, a kernel lane, NVTX phases, and
  *    the peak and the failed allocations marked;
  *  - segments: the segment map at a moment for the recorded allocator and/or
- *    policies replayed to that moment, one row per segment;
+ *    policies replayed to that moment, one row per segment (planned only
+ *    within plan_budget);
  *  - policies: peak reserved per policy against the lower bound, and each
  *    policy's reserved memory over time (planned, which holds every
  *    request, only within plan_budget; else a note says what it would need);
@@ -91,8 +92,8 @@ struct mt_render_options {
 	 * them (NULL there = the saved replays, else every policy under sim). */
 	const char *policies;
 	/* bytes an offline policy's replay may hold, else it is left out
-	 * (timeline, policies); 0 = MT_RENDER_PLAN_BUDGET, UINT64_MAX = no
-	 * limit */
+	 * (timeline, policies) or refused (segments); 0 = MT_RENDER_PLAN_BUDGET,
+	 * UINT64_MAX = no limit */
 	uint64_t plan_budget;
 	bool all_ranges; /* NVTX phases include the ranges libraries open for
 	                    their own work (CUB, Thrust, cuBLAS...) */

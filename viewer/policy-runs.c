@@ -164,20 +164,36 @@ static bool offline(const char *spec)
 	return ops && ops->flags & MT_POLICY_OFFLINE;
 }
 
+bool vw_plan_over_budget(const struct mt_request_stream *stream, const char *spec, uint64_t budget,
+                         uint64_t *requests, uint64_t *needs)
+{
+	*requests = mt_request_stream_requests(stream);
+	*needs = mt_plan_bytes_estimate(*requests);
+	return offline(spec) && *needs > budget;
+}
+
+int vw_plan_need_text(uint64_t requests, uint64_t needs, uint64_t budget, char *buf, size_t len)
+{
+	char n[32], b[32], r[32];
+
+	mt_size_format(needs, n, sizeof(n));
+	mt_size_format(budget, b, sizeof(b));
+	if (requests >= 1000000)
+		snprintf(r, sizeof(r), "%.1f M", (double)requests / 1e6);
+	else
+		snprintf(r, sizeof(r), "%llu", (unsigned long long)requests);
+	return snprintf(buf, len, "%s requests would need ~%s, over the %s budget", r, n, b);
+}
+
 /* Leaves spec out rather than replay it when it would hold more than
  * budget bytes: true, with run filled in. */
 static bool leave_out(struct vw_policy_run *run, const struct mt_request_stream *stream,
                       const char *spec, uint64_t budget)
 {
-	uint64_t requests = mt_request_stream_requests(stream);
-	uint64_t needs = mt_plan_bytes_estimate(requests);
-
-	if (!offline(spec) || needs <= budget)
+	if (!vw_plan_over_budget(stream, spec, budget, &run->requests, &run->needs))
 		return false;
 	snprintf(run->name, sizeof(run->name), "%s", spec);
 	run->left_out = true;
-	run->requests = requests;
-	run->needs = needs;
 	run->budget = budget;
 	return true;
 }
@@ -185,18 +201,11 @@ static bool leave_out(struct vw_policy_run *run, const struct mt_request_stream 
 void vw_policy_left_out_note(const struct vw_canvas *c, const struct vw_policy_run *run,
                              double width, char *buf, size_t len)
 {
-	char needs[32], budget[32], requests[32], text[320];
+	char need[200], text[320];
 	int why;
 
-	mt_size_format(run->needs, needs, sizeof(needs));
-	mt_size_format(run->budget, budget, sizeof(budget));
-	if (run->requests >= 1000000)
-		snprintf(requests, sizeof(requests), "%.1f M", (double)run->requests / 1e6);
-	else
-		snprintf(requests, sizeof(requests), "%llu", (unsigned long long)run->requests);
-	why = snprintf(text, sizeof(text),
-	               "%s: not replayed (%s requests would need ~%s, over the %s budget)",
-	               run->name, requests, needs, budget);
+	vw_plan_need_text(run->requests, run->needs, run->budget, need, sizeof(need));
+	why = snprintf(text, sizeof(text), "%s: not replayed (%s)", run->name, need);
 	/* how to have it drawn, where there is room */
 	snprintf(text + why, sizeof(text) - (size_t)why, "; `memtrace replay` saves it");
 	if (vw_text_width(c, 0.9, false, text) > width)

@@ -54,8 +54,8 @@ static int at_moment(void *data, const struct mt_replay_moment *m, struct mt_pol
 	return w->rc < 0 ? w->rc : 1;
 }
 
-int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, struct mt_segmap *m,
-                     char *err, size_t errlen)
+int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, uint64_t budget,
+                     struct mt_segmap *m, char *err, size_t errlen)
 {
 	struct walk_state w = { .m = m, .at = at };
 	struct mt_replay_options opt = {
@@ -67,13 +67,19 @@ int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, st
 	};
 	struct mt_request_stream *s = NULL;
 	struct mt_replay_result res;
+	uint64_t requests, needs;
+	char need[200];
 	int rc;
 
 	memset(m, 0, sizeof(*m));
 	snprintf(m->name, sizeof(m->name), "%s", spec);
 	m->at = at;
 	rc = mt_request_stream_load(&s, t->r, t->device, err, errlen);
-	if (rc == 0) {
+	if (rc == 0 && vw_plan_over_budget(s, spec, budget, &requests, &needs)) {
+		vw_plan_need_text(requests, needs, budget, need, sizeof(need));
+		rc = vw_fail(err, errlen, -EFBIG,
+		             "%s at a moment: %s (MEMTRACE_PLAN_BUDGET=none lifts it)", spec, need);
+	} else if (rc == 0) {
 		rc = mt_replay_run(s, &opt, &res, err, errlen);
 		mt_replay_result_release(&res);
 	}

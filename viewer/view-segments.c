@@ -276,7 +276,7 @@ static int draw_view(struct vw_canvas *c, struct mt_reader *r, const struct mt_r
 	if (rc == 0)
 		n++;
 	for (i = 0; rc == 0 && i < nspecs; i++) {
-		rc = vw_segmap_policy(&t, specs[i], at, &maps[n], err, errlen);
+		rc = vw_segmap_policy(&t, specs[i], at, o->plan_budget, &maps[n], err, errlen);
 		if (rc == 0)
 			n++;
 	}

@@ -403,6 +403,14 @@ struct vw_policy_run {
 int vw_policy_runs(const struct vw_trace *t, const char *specs, size_t points, uint64_t budget,
                    struct vw_policy_run **out, size_t *n, size_t *nleft, char *err, size_t errlen);
 void vw_policy_runs_free(struct vw_policy_run *runs, size_t n);
+/* Whether replaying spec on stream would hold more than budget bytes (an
+ * offline policy: mt_plan_bytes_estimate); *requests and *needs are set
+ * either way. */
+bool vw_plan_over_budget(const struct mt_request_stream *stream, const char *spec, uint64_t budget,
+                         uint64_t *requests, uint64_t *needs);
+/* "25.0 M requests would need ~1.96 GiB, over the 256 MiB budget" into buf;
+ * returns snprintf's count. */
+int vw_plan_need_text(uint64_t requests, uint64_t needs, uint64_t budget, char *buf, size_t len);
 /* The note a picture shows for a run left out, at 0.9 of the font, fitted
  * to width: its name, why, and how to have it drawn where there is room
  * ("planned: not replayed (25.0 M requests would need ~1.96 GiB, over the
@@ -418,9 +426,10 @@ void vw_policy_left_out_note(const struct vw_canvas *c, const struct vw_policy_r
 int vw_segmap_recorded(const struct vw_trace *t, uint64_t at, struct mt_segmap *m, char *err,
                        size_t errlen);
 /* The policy `spec` replayed under sim up to `at` (every event with ts <=
- * at applied), walked. */
-int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, struct mt_segmap *m,
-                     char *err, size_t errlen);
+ * at applied), walked. An offline policy that would hold more than budget
+ * bytes (vw_plan_over_budget) is not replayed: -EFBIG with a message. */
+int vw_segmap_policy(const struct vw_trace *t, const char *spec, uint64_t at, uint64_t budget,
+                     struct mt_segmap *m, char *err, size_t errlen);
 
 /* ---- the views -------------------------------------------------------------- */
 

@@ -9,6 +9,7 @@
  * when no sample trace is there. */
 #include "config.h"
 
+#include <errno.h>
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +115,8 @@ static void one_trace(void)
 		for (size_t k = 0; k <= MOMENTS; k++) {
 			const struct mt_replay_moment *want = state_at(&st, moments[k]);
 			struct mt_segmap m;
-			int rc = vw_segmap_policy(&t, (*p)->name, moments[k], &m, err, sizeof(err));
+			int rc = vw_segmap_policy(&t, (*p)->name, moments[k], UINT64_MAX, &m, err,
+			                          sizeof(err));
 
 			CHECKF(rc == 0, "%s: %s", (*p)->name, err);
 			if (rc < 0)
@@ -128,6 +130,19 @@ static void one_trace(void)
 			       (*p)->name, (unsigned long long)m.allocated,
 			       (unsigned long long)want->allocated);
 			mt_segmap_release(&m);
+		}
+		/* under a budget of one byte an offline policy is not replayed (a
+		 * message says what it would need), an online one is */
+		{
+			bool refused = ((*p)->flags & MT_POLICY_OFFLINE) &&
+			               mt_request_stream_requests(stream) > 0;
+			struct mt_segmap m;
+			int rc = vw_segmap_policy(&t, (*p)->name, peak_ts, 1, &m, err, sizeof(err));
+
+			CHECKF(refused ? rc == -EFBIG && strstr(err, "would need") : rc == 0,
+			       "%s under a 1-byte budget: %d (%s)", (*p)->name, rc, err);
+			if (rc == 0)
+				mt_segmap_release(&m);
 		}
 		mt_replay_result_release(&res);
 		free(st.v);

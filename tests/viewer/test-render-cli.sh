@@ -75,6 +75,12 @@ for view in policies timeline; do
     check "$view: only planned, left out" status 0 env MEMTRACE_PLAN_BUDGET=1KiB \
         "$M" render "$dir/t.db" "$dir/a/only-$view.png" --view $view --policy planned
 done
+check "segments: planned over the budget refused" status 1 env MEMTRACE_PLAN_BUDGET=1KiB \
+    "$M" render "$dir/t.db" "$dir/a/seg-left.png" --view segments --policy planned
+check "segments: says what it would need" grep -q "would need" "$dir/err"
+check "segments: nothing written" test ! -e "$dir/a/seg-left.png"
+check "segments: planned within the budget" status 0 \
+    "$M" render "$dir/t.db" "$dir/a/seg-planned.png" --view segments --policy planned
 # a saved replay of planned is drawn whatever the budget
 cp "$dir/t.db" "$dir/saved.db"
 check "planned saved" status 0 "$M" replay "$dir/saved.db" --policy planned,caching --backend sim
