@@ -32,6 +32,12 @@ commands=$("$M" --help | awk '/^Commands:/ { f = 1; next }
 n=0
 fail=0
 for c in $commands; do
+	if "$M" "$c" --help 2>&1 | grep -q "not built"; then # record without CUPTI
+		echo "ok $((n + 1)) - # SKIP $c: not in this build"
+		echo "ok $((n + 2)) - # SKIP $c: not in this build"
+		n=$((n + 2))
+		continue
+	fi
 	n=$((n + 1))
 	"$M" "$c" --no-such-option >/dev/null 2>err
 	rc=$?
