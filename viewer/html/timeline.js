@@ -20,11 +20,15 @@ MT.Frame = class {
     this.b = b;
     this.W = W;
     this.pxw = (b - a) / W;
-    this.colStart = new Float64Array(W + 1);
+    // (the arrays are the data's scratch: one frame is kept at a time)
+    this.colStart = data.scratch("colStart", Float64Array, W + 1).subarray(0, W + 1);
     for (let x = 0; x <= W; x++) this.colStart[x] = Math.ceil(a + x * this.pxw);
-    this.moment = new Float64Array(W);
-    this.total = new Float64Array(W);
-    this.groups = []; // per column: [site, count, bytes, ...] or null
+    this.moment = data.scratch("moment", Float64Array, W).subarray(0, W);
+    this.total = data.scratch("total", Float64Array, W).subarray(0, W);
+    // per column, the groups [site, count, bytes, ...] at groups[gFrom[x]
+    // .. gTo[x])
+    this.gFrom = data.scratch("gFrom", Int32Array, W).fill(0, 0, W);
+    this.gTo = data.scratch("gTo", Int32Array, W).fill(0, 0, W);
     this.level = this.chooseLevel(data.startsIn(a, b), data.covers(a, b));
     if (this.level < 0) this.computeRaw(); else this.computeLevel();
     this.computeIndividuals();
@@ -59,6 +63,7 @@ MT.Frame = class {
   computeLevel() {
     const lv = this.data.level(this.level), W = this.W;
     this.minDur = lv.w;
+    this.groups = lv.groups;
     for (let x = 0; x < W; x++) {
       const c0 = this.colStart[x], c1 = Math.max(this.colStart[x + 1], c0 + 1);
       let j0 = Math.floor(c0 / lv.w), j1 = Math.floor((c1 - 1) / lv.w);
@@ -68,8 +73,8 @@ MT.Frame = class {
       for (let j = j0 + 1; j <= j1; j++) if (lv.total[j] > lv.total[best]) best = j;
       this.moment[x] = lv.moment[best];
       this.total[x] = lv.total[best];
-      const g0 = lv.first[best], g1 = lv.first[best + 1];
-      this.groups.push(g1 > g0 ? lv.groups.subarray(3 * g0, 3 * g1) : null);
+      this.gFrom[x] = 3 * lv.first[best];
+      this.gTo[x] = 3 * lv.first[best + 1];
     }
   }
 
@@ -129,7 +134,6 @@ MT.Frame = class {
       while (e < e1) live -= endB[order[e++]];
       this.moment[x] = bestT;
       this.total[x] = best;
-      this.groups.push(null);
     }
     this.rawGroups();
   }
@@ -138,9 +142,15 @@ MT.Frame = class {
     return Math.floor((t - this.a) / this.pxw);
   }
 
-  // The first column whose moment is >= t (W if none).
+  // The first column whose moment is >= t (W if none): from the column of
+  // t, a step or two away (moments are in order, each near its column).
   firstColumnAtOrAfter(t) {
-    return MT.lowerBound(this.moment, t, 0, this.W);
+    const mo = this.moment, W = this.W;
+    let x = Math.floor((t - this.a) / this.pxw);
+    x = x < 0 ? 0 : x > W ? W : x;
+    while (x > 0 && mo[x - 1] >= t) x--;
+    while (x < W && mo[x] < t) x++;
+    return x;
   }
 
   // Raw windows: allocations shorter than a column, per column and site.
@@ -164,49 +174,51 @@ MT.Frame = class {
     const fill = d.scratch("fill", Int32Array, W);
     fill.set(first.subarray(0, W));
     for (let k = 0; k < n; k++) placed[fill[col[k]]++] = who[k];
+    const out = d.scratch("groups", Float64Array, 3 * n);
+    let m = 0;
     for (let x = 0; x < W; x++) {
       const a = first[x], b = first[x + 1];
-      if (a === b) continue;
-      const part = placed.subarray(a, b);
+      this.gFrom[x] = m;
       let one = true;
-      for (let k = 1; k < part.length && one; k++) one = d.site[part[k]] === d.site[part[0]];
+      for (let k = a + 1; k < b && one; k++) one = d.site[placed[k]] === d.site[placed[a]];
       if (!one) MT.sortBy(placed, a, b, d.site);
-      const out = [];
-      for (let k = 0; k < part.length;) {
-        const site = d.site[part[k]];
+      for (let k = a; k < b;) {
+        const site = d.site[placed[k]];
         let count = 0, sum = 0;
-        for (; k < part.length && d.site[part[k]] === site; k++) { count++; sum += d.bytes[part[k]]; }
-        out.push(site, count, sum);
+        for (; k < b && d.site[placed[k]] === site; k++) { count++; sum += d.bytes[placed[k]]; }
+        out[m++] = site;
+        out[m++] = count;
+        out[m++] = sum;
       }
-      this.groups[x] = Float64Array.from(out);
+      this.gTo[x] = m;
     }
+    this.groups = out;
   }
 
   // Allocations drawn as themselves: at least minDur long and live at some
-  // column's moment; in allocation order, each with its run of columns.
+  // column's moment; in allocation order, each with its run of columns
+  // (found while the allocation is at hand, then sorted along with it).
   computeIndividuals() {
-    const d = this.data, W = this.W, mo = this.moment;
-    let ids = d.scratch("ids", Int32Array, 1024), nids = 0;
+    const d = this.data, W = this.W, mo = this.moment, start = d.start, end = d.end;
+    let ids = d.scratch("ids", Int32Array, 1024), runs = d.scratch("runs", Int32Array, 1024), m = 0;
     d.touching(mo[0], mo[W - 1] + 1, this.minDur, Infinity, (i) => {
-      if (nids === ids.length) ids = d.scratch("ids", Int32Array, 2 * nids, nids);
-      ids[nids++] = i;
+      const x0 = this.firstColumnAtOrAfter(start[i]), e = end[i];
+      const x1 = e === Infinity ? W : this.firstColumnAtOrAfter(e);
+      if (x1 <= x0) return;
+      if (m === ids.length) {
+        ids = d.scratch("ids", Int32Array, 2 * m, m);
+        runs = d.scratch("runs", Int32Array, 2 * m, m);
+      }
+      ids[m] = i;
+      runs[m++] = x0 * 65536 + x1; // columns [x0, x1) (a canvas is under 32768 pixels wide)
     });
-    const idx = MT.radixSort(ids, nids, d.scratch("sorting", Int32Array, nids));
-    const xs = d.scratch("xs", Int32Array, nids), xe = d.scratch("xe", Int32Array, nids);
-    let m = 0, x0 = 0;
-    for (let k = 0; k < nids; k++) {
-      // starts come in order: x0 only moves on; x1 is at most the run away
-      const i = idx[k], s = d.start[i], e = d.end[i];
-      while (x0 < W && mo[x0] < s) x0++;
-      let x1 = x0;
-      if (e === Infinity) x1 = W;
-      else while (x1 < W && mo[x1] < e) x1++;
-      if (x1 <= x0) continue;
-      idx[m] = i;
-      xs[m] = x0;
-      xe[m++] = x1; // columns [x0, x1)
+    MT.radixSort(ids, runs, m, d.scratch("sorting", Int32Array, m), d.scratch("sortingRuns", Int32Array, m));
+    const xs = d.scratch("xs", Int32Array, m), xe = d.scratch("xe", Int32Array, m);
+    for (let k = 0; k < m; k++) {
+      xs[k] = runs[k] >>> 16;
+      xe[k] = runs[k] & 65535;
     }
-    this.ind = idx.subarray(0, m);
+    this.ind = ids.subarray(0, m);
     this.indStart = xs.subarray(0, m);
     this.indEnd = xe.subarray(0, m);
   }
@@ -215,53 +227,96 @@ MT.Frame = class {
   // scale: pixels per byte. pinSite: call site to highlight (-1 none).
   // Only the rows from the highest column's top down are drawn (the rows
   // above are left as they were): returns the first of them.
+  // Column by column with the allocations live there in a list in
+  // allocation order: from one column to the next, those before the first
+  // that ends or starts there stack as before, so their rows are the
+  // previous column's (copied afterwards, row by row, as runs); only the
+  // rest of the list is walked.
   paint(pix, H, scale, pinSite) {
-    const d = this.data, W = this.W, cum = new Float64Array(W), Hr = H + 0.5;
+    const d = this.data, W = this.W, Hr = H + 0.5, bytes = d.bytes, site = d.site;
     const ind = this.ind, xs = this.indStart, xe = this.indEnd, n = ind.length, pinned = pinSite >= 0;
+    const cum = this.stacked = d.scratch("stacked", Float64Array, W).subarray(0, W); // equals this.total per column
     let most = 0;
     for (let x = 0; x < W; x++) if (this.total[x] > most) most = this.total[x];
-    const top = Math.max(0, Math.min(H, (Hr - most * scale) | 0));
-    pix.fill(MT.rgb(255, 255, 255), top * W, H * W);
-    const colorOf = (i) => {
-      const c = MT.bands[i % 8];
-      return pinned ? (d.site[i] === pinSite ? MT.pinned : MT.fade(c)) : c;
-    };
-    // the first allocations, drawn across every column: one rectangle each
-    let k = 0, base = 0;
-    for (; k < n && xs[k] === 0 && xe[k] === W; k++) {
-      const i = ind[k], y1 = base + d.bytes[i], color = colorOf(i);
-      const r0 = Math.max(0, (Hr - y1 * scale) | 0), r1 = Math.min(H, (Hr - base * scale) | 0);
-      for (let r = r0; r < r1; r++) pix.fill(color, r * W, r * W + W);
-      base = y1;
-    }
-    cum.fill(base);
-    for (; k < n; k++) {
-      const i = ind[k], bytes = d.bytes[i], color = colorOf(i), x1 = xe[k];
-      for (let x = xs[k]; x < x1; x++) {
-        const y0 = cum[x], y1 = y0 + bytes;
-        cum[x] = y1;
-        let r0 = (Hr - y1 * scale) | 0, r1 = (Hr - y0 * scale) | 0;
-        if (r1 <= r0) continue;
-        if (r0 < 0) r0 = 0;
-        if (r1 > H) r1 = H;
-        for (let p = r0 * W + x; r0 < r1; r0++, p += W) pix[p] = color;
-      }
-    }
+    const top = Math.max(0, Math.min(H, (Hr - most * scale) | 0)), white = MT.rgb(255, 255, 255);
+    const bands = pinned ? MT.bands.map(MT.fade) : MT.bands;
+    // the list: links by position in ind, n the head and tail; base: the
+    // bytes below each where last walked
+    const next = d.scratch("pNext", Int32Array, n + 1), prev = d.scratch("pPrev", Int32Array, n + 1);
+    const base = d.scratch("pBase", Float64Array, n);
+    next[n] = prev[n] = n;
+    // the positions whose runs end at each column, in order
+    const endFirst = d.scratch("pEndFirst", Int32Array, W + 2).fill(0, 0, W + 2), ends = d.scratch("pEnds", Int32Array, n);
+    for (let k = 0; k < n; k++) endFirst[xe[k] + 1]++;
+    for (let x = 0; x <= W; x++) endFirst[x + 1] += endFirst[x];
+    const fill = d.scratch("pFill", Int32Array, W + 1);
+    fill.set(endFirst.subarray(0, W + 1));
+    for (let k = 0; k < n; k++) ends[fill[xe[k]]++] = k;
+    // copyFrom[x]: the first row that column x takes from column x - 1
+    const copyFrom = d.scratch("pCopyFrom", Int32Array, W);
+    let added = 0;
     for (let x = 0; x < W; x++) {
-      const g = this.groups[x];
-      if (!g) continue;
-      for (let j = 0; j < g.length; j += 3) {
+      let anchor = -1; // the last of the list that stacks as in column x - 1
+      for (let e = endFirst[x]; e < endFirst[x + 1]; e++) {
+        const k = ends[e];
+        if (anchor < 0) anchor = prev[k];
+        next[prev[k]] = next[k];
+        prev[next[k]] = prev[k];
+      }
+      if (anchor < 0) anchor = prev[n];
+      for (; added < n && xs[added] === x; added++) {
+        const k = added, last = prev[n];
+        next[last] = k; prev[k] = last; next[k] = n; prev[n] = k;
+      }
+      if (x === 0) anchor = n;
+      let y0 = anchor === n ? 0 : base[anchor] + bytes[ind[anchor]];
+      let rEnd = Math.max(0, Math.min(H, (Hr - y0 * scale) | 0)); // rows [rEnd, H) are drawn
+      copyFrom[x] = Math.max(top, rEnd);
+      for (let k = next[anchor]; k !== n; k = next[k]) {
+        const i = ind[k], y1 = y0 + bytes[i];
+        base[k] = y0;
+        let r = Math.max(0, (Hr - y1 * scale) | 0);
+        if (r < rEnd) {
+          const color = pinned && site[i] === pinSite ? MT.pinned : bands[i % 8];
+          for (let p = r * W + x; r < rEnd; r++, p += W) pix[p] = color;
+          rEnd = Math.max(0, (Hr - y1 * scale) | 0);
+        }
+        y0 = y1;
+      }
+      const g = this.groups;
+      for (let j = this.gFrom[x], j1 = this.gTo[x]; j < j1; j += 3) {
         let color = MT.groupColor(g[j]);
         if (pinned) color = g[j] === pinSite ? MT.pinned : MT.fade(color);
-        const y0 = cum[x], y1 = y0 + g[j + 2];
-        cum[x] = y1;
-        let r0 = (Hr - y1 * scale) | 0, r1 = (Hr - y0 * scale) | 0;
-        if (r0 < 0) r0 = 0;
-        if (r1 > H) r1 = H;
-        for (let p = r0 * W + x; r0 < r1; r0++, p += W) pix[p] = color;
+        y0 += g[j + 2];
+        let r = Math.max(0, (Hr - y0 * scale) | 0);
+        const r1 = rEnd;
+        rEnd = r;
+        for (let p = r * W + x; r < r1; r++, p += W) pix[p] = color;
+      }
+      cum[x] = y0;
+      for (let r = top, p = top * W + x; r < rEnd; r++, p += W) pix[p] = white;
+    }
+    // the rows taken from the column before: runs between the columns
+    // drawn (a list of them by x, left as the rows pass their copyFrom)
+    const order = d.scratch("pOrder", Int32Array, W), byRow = d.scratch("pByRow", Int32Array, H - top + 2).fill(0, 0, H - top + 2);
+    for (let x = 0; x < W; x++) byRow[copyFrom[x] - top + 1]++;
+    for (let r = 0; r <= H - top; r++) byRow[r + 1] += byRow[r];
+    const at = d.scratch("pAt", Int32Array, H - top + 1);
+    at.set(byRow.subarray(0, H - top + 1));
+    for (let x = 0; x < W; x++) order[at[copyFrom[x] - top]++] = x;
+    const right = d.scratch("pRight", Int32Array, W + 1), left = d.scratch("pLeft", Int32Array, W + 1);
+    for (let x = 0; x < W; x++) { right[x] = x + 1; left[x + 1] = x; }
+    let o = 0;
+    for (let r = top; r < H; r++) {
+      for (; o < W && copyFrom[order[o]] <= r; o++) { const x = order[o]; right[left[x]] = right[x]; left[right[x]] = left[x]; }
+      const row = r * W;
+      for (let x = 0; x < W;) {
+        const x1 = right[x], v = pix[row + x];
+        if (x1 - x > 32) pix.fill(v, row + x + 1, row + x1); // (a call costs as much as a few stores)
+        else for (let p = row + x + 1; p < row + x1; p++) pix[p] = v;
+        x = x1;
       }
     }
-    this.stacked = cum; // equals this.total per column
     return top;
   }
 
@@ -277,8 +332,8 @@ MT.Frame = class {
       cum += d.bytes[i];
       if (bytes < cum) return { kind: "alloc", i: i, below: cum - d.bytes[i] };
     }
-    const g = this.groups[x];
-    for (let k = 0; g && k < g.length; k += 3) {
+    const g = this.groups;
+    for (let k = this.gFrom[x], k1 = this.gTo[x]; k < k1; k += 3) {
       cum += g[k + 2];
       if (bytes < cum) return { kind: "group", site: g[k], count: g[k + 1], bytes: g[k + 2], below: cum - g[k + 2] };
     }
