@@ -82,9 +82,10 @@ MT.Page = class {
     this.setWindow(c - (c - this.a) * factor, c + (this.b - c) * factor);
   }
 
+  // (by whole columns: the columns kept move as they are)
   pan(fraction) {
-    const w = this.b - this.a;
-    this.setWindow(this.a + w * fraction, this.b + w * fraction);
+    const w = this.b - this.a, W = this.plot.w, dx = Math.round(fraction * W) * w / W;
+    this.setWindow(this.a + dx, this.b + dx);
   }
 
   center(t) {
@@ -103,7 +104,6 @@ MT.Page = class {
     if (key !== this.frameKey) {
       this.frame = new MT.Frame(d, this.a, this.b, P.w);
       this.frameKey = key;
-      this.paintKey = null;
     }
     const F = this.frame, t1 = performance.now();
     let ymax = this.ymaxAll;
@@ -112,15 +112,13 @@ MT.Page = class {
     this.ymax = ticks[ticks.length - 1] >= ymax ? ticks[ticks.length - 1] : ymax * 1.04;
     this.scale = P.h / this.ymax;
     const ctx = this.canvas.getContext("2d");
-    if (!this.image || this.image.width !== P.w || this.image.height !== P.h)
+    if (!this.image || this.image.width !== P.w || this.image.height !== P.h) {
       this.image = ctx.createImageData(P.w, P.h);
-    const paintKey = this.scale + "/" + this.pin;
-    if (paintKey !== this.paintKey || this.image !== this.paintedImage) {
-      this.top = F.paint(new Uint32Array(this.image.data.buffer), P.h, this.scale, this.pin);
-      this.paintKey = paintKey;
-      this.paintedImage = this.image;
+      this.pixels = new Uint32Array(this.image.data.buffer);
+      this.painted = null;
     }
-    const top = this.top, t2 = performance.now();
+    this.paint(F);
+    const top = this.painted.top, t2 = performance.now();
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
     if (top < P.h) ctx.putImageData(this.image, P.x, P.y, 0, top, P.w, P.h - top);
@@ -135,6 +133,32 @@ MT.Page = class {
     this.lastPhases = { compute: t1 - t0, paint: t2 - t1, put: t3 - t2, lines: t4 - t3 }; // MT.bench reads them
     this.drawPanels();
     this.writeStatus();
+  }
+
+  // The frame's pixels, where they are not those painted last. A frame
+  // that is the one painted before moved by whole columns (the same level,
+  // scale, pin and data, each column kept at the same moment) moves those
+  // columns and paints only the new ones.
+  paint(F) {
+    const W = F.W, H = this.plot.h, pix = this.pixels, was = this.painted;
+    const key = this.scale + "/" + this.pin + "/" + F.level + "/" + F.minDur + "/" + this.data.version;
+    if (was && was.frame === F && was.key === key) return;
+    const k = was && was.key === key ? Math.round((F.a - was.a) / F.pxw) : 0; // new column x was x + k
+    const src = Math.max(0, k), dst = Math.max(0, -k), len = W - Math.abs(k);
+    let moved = k !== 0 && len > 0;
+    for (let x = dst; moved && x < dst + len; x++) moved = F.moment[x] === was.moment[x + k];
+    let top;
+    if (moved) {
+      for (let r = was.top; r < H; r++) pix.copyWithin(r * W + dst, r * W + src, r * W + src + len);
+      F.stacked.set(was.stacked.subarray(src, src + len), dst);
+      top = F.paint(pix, H, this.scale, this.pin, k > 0 ? len : 0, k > 0 ? W : -k);
+      for (let r = top; r < was.top; r++) pix.fill(MT.rgb(255, 255, 255), r * W + dst, r * W + dst + len);
+    } else top = F.paint(pix, H, this.scale, this.pin);
+    const p = was && was.moment.length === W ? was : { moment: new Float64Array(W), stacked: new Float64Array(W) };
+    p.moment.set(F.moment);
+    p.stacked.set(F.stacked);
+    Object.assign(p, { frame: F, key: key, a: F.a, top: top });
+    this.painted = p;
   }
 
   xOf(t) { return this.plot.x + (t - this.a) / (this.b - this.a) * this.plot.w; }

@@ -25,6 +25,7 @@ MT.Frame = class {
     for (let x = 0; x <= W; x++) this.colStart[x] = Math.ceil(a + x * this.pxw);
     this.moment = data.scratch("moment", Float64Array, W).subarray(0, W);
     this.total = data.scratch("total", Float64Array, W).subarray(0, W);
+    this.stacked = data.scratch("stacked", Float64Array, W).subarray(0, W); // by paint: equals total
     // per column, the groups [site, count, bytes, ...] at groups[gFrom[x]
     // .. gTo[x])
     this.gFrom = data.scratch("gFrom", Int32Array, W).fill(0, 0, W);
@@ -223,19 +224,20 @@ MT.Frame = class {
     this.indEnd = xe.subarray(0, m);
   }
 
-  // Draws the stack into pixels (Uint32Array of W x H, ImageData order),
-  // scale: pixels per byte. pinSite: call site to highlight (-1 none).
-  // Only the rows from the highest column's top down are drawn (the rows
-  // above are left as they were): returns the first of them.
+  // Draws the stack of columns [x0, x1) (all by default) into pixels
+  // (Uint32Array of W x H, ImageData order) and this.stacked; scale: pixels
+  // per byte. pinSite: call site to highlight (-1 none). Only the rows from
+  // the highest column's top down are drawn (the rows above are left as
+  // they were): returns the first of them.
   // Column by column with the allocations live there in a list in
   // allocation order: from one column to the next, those before the first
   // that ends or starts there stack as before, so their rows are the
   // previous column's (copied afterwards, row by row, as runs); only the
   // rest of the list is walked.
-  paint(pix, H, scale, pinSite) {
+  paint(pix, H, scale, pinSite, x0 = 0, x1 = this.W) {
     const d = this.data, W = this.W, Hr = H + 0.5, bytes = d.bytes, site = d.site;
     const ind = this.ind, xs = this.indStart, xe = this.indEnd, n = ind.length, pinned = pinSite >= 0;
-    const cum = this.stacked = d.scratch("stacked", Float64Array, W).subarray(0, W); // equals this.total per column
+    const cum = this.stacked;
     let most = 0;
     for (let x = 0; x < W; x++) if (this.total[x] > most) most = this.total[x];
     const top = Math.max(0, Math.min(H, (Hr - most * scale) | 0)), white = MT.rgb(255, 255, 255);
@@ -252,23 +254,24 @@ MT.Frame = class {
     const fill = d.scratch("pFill", Int32Array, W + 1);
     fill.set(endFirst.subarray(0, W + 1));
     for (let k = 0; k < n; k++) ends[fill[xe[k]]++] = k;
+    const append = (k) => { const last = prev[n]; next[last] = k; prev[k] = last; next[k] = n; prev[n] = k; };
+    let added = 0;
+    for (; added < n && xs[added] <= x0; added++) if (xe[added] > x0) append(added);
     // copyFrom[x]: the first row that column x takes from column x - 1
     const copyFrom = d.scratch("pCopyFrom", Int32Array, W);
-    let added = 0;
-    for (let x = 0; x < W; x++) {
-      let anchor = -1; // the last of the list that stacks as in column x - 1
-      for (let e = endFirst[x]; e < endFirst[x + 1]; e++) {
-        const k = ends[e];
-        if (anchor < 0) anchor = prev[k];
-        next[prev[k]] = next[k];
-        prev[next[k]] = prev[k];
+    for (let x = x0; x < x1; x++) {
+      let anchor = n; // the last of the list that stacks as in column x - 1
+      if (x > x0) {
+        anchor = -1;
+        for (let e = endFirst[x]; e < endFirst[x + 1]; e++) {
+          const k = ends[e];
+          if (anchor < 0) anchor = prev[k];
+          next[prev[k]] = next[k];
+          prev[next[k]] = prev[k];
+        }
+        if (anchor < 0) anchor = prev[n];
+        for (; added < n && xs[added] === x; added++) append(added);
       }
-      if (anchor < 0) anchor = prev[n];
-      for (; added < n && xs[added] === x; added++) {
-        const k = added, last = prev[n];
-        next[last] = k; prev[k] = last; next[k] = n; prev[n] = k;
-      }
-      if (x === 0) anchor = n;
       let y0 = anchor === n ? 0 : base[anchor] + bytes[ind[anchor]];
       let rEnd = Math.max(0, Math.min(H, (Hr - y0 * scale) | 0)); // rows [rEnd, H) are drawn
       copyFrom[x] = Math.max(top, rEnd);
@@ -299,22 +302,23 @@ MT.Frame = class {
     // the rows taken from the column before: runs between the columns
     // drawn (a list of them by x, left as the rows pass their copyFrom)
     const order = d.scratch("pOrder", Int32Array, W), byRow = d.scratch("pByRow", Int32Array, H - top + 2).fill(0, 0, H - top + 2);
-    for (let x = 0; x < W; x++) byRow[copyFrom[x] - top + 1]++;
+    for (let x = x0; x < x1; x++) byRow[copyFrom[x] - top + 1]++;
     for (let r = 0; r <= H - top; r++) byRow[r + 1] += byRow[r];
     const at = d.scratch("pAt", Int32Array, H - top + 1);
     at.set(byRow.subarray(0, H - top + 1));
-    for (let x = 0; x < W; x++) order[at[copyFrom[x] - top]++] = x;
+    for (let x = x0; x < x1; x++) order[at[copyFrom[x] - top]++] = x;
     const right = d.scratch("pRight", Int32Array, W + 1), left = d.scratch("pLeft", Int32Array, W + 1);
-    for (let x = 0; x < W; x++) { right[x] = x + 1; left[x + 1] = x; }
+    for (let x = x0; x < x1; x++) { right[x] = x + 1; left[x + 1] = x; }
+    const nx = x1 - x0;
     let o = 0;
     for (let r = top; r < H; r++) {
-      for (; o < W && copyFrom[order[o]] <= r; o++) { const x = order[o]; right[left[x]] = right[x]; left[right[x]] = left[x]; }
+      for (; o < nx && copyFrom[order[o]] <= r; o++) { const x = order[o]; right[left[x]] = right[x]; left[right[x]] = left[x]; }
       const row = r * W;
-      for (let x = 0; x < W;) {
-        const x1 = right[x], v = pix[row + x];
-        if (x1 - x > 32) pix.fill(v, row + x + 1, row + x1); // (a call costs as much as a few stores)
-        else for (let p = row + x + 1; p < row + x1; p++) pix[p] = v;
-        x = x1;
+      for (let x = x0; x < x1;) {
+        const to = right[x], v = pix[row + x];
+        if (to - x > 32) pix.fill(v, row + x + 1, row + to); // (a call costs as much as a few stores)
+        else for (let p = row + x + 1; p < row + to; p++) pix[p] = v;
+        x = to;
       }
     }
     return top;
