@@ -198,21 +198,19 @@ MT.Frame = class {
 
   // Allocations drawn as themselves: at least minDur long and live at some
   // column's moment; in allocation order, each with its run of columns
-  // (found while the allocation is at hand, then sorted along with it).
+  // (from the starts and ends found with them, then sorted along).
   computeIndividuals() {
-    const d = this.data, W = this.W, mo = this.moment, start = d.start, end = d.end;
-    let ids = d.scratch("ids", Int32Array, 1024), runs = d.scratch("runs", Int32Array, 1024), m = 0;
-    d.touching(mo[0], mo[W - 1] + 1, this.minDur, Infinity, (i) => {
-      const x0 = this.firstColumnAtOrAfter(start[i]), e = end[i];
+    const d = this.data, W = this.W, mo = this.moment;
+    const n = d.collect(mo[0], mo[W - 1] + 1, this.minDur, Infinity), found = d.found, fs = d.foundStart, fe = d.foundEnd;
+    const ids = d.scratch("ids", Int32Array, n), runs = d.scratch("runs", Int32Array, n);
+    let m = 0;
+    for (let k = 0; k < n; k++) {
+      const x0 = this.firstColumnAtOrAfter(fs[k]), e = fe[k];
       const x1 = e === Infinity ? W : this.firstColumnAtOrAfter(e);
-      if (x1 <= x0) return;
-      if (m === ids.length) {
-        ids = d.scratch("ids", Int32Array, 2 * m, m);
-        runs = d.scratch("runs", Int32Array, 2 * m, m);
-      }
-      ids[m] = i;
+      if (x1 <= x0) continue;
+      ids[m] = found[k];
       runs[m++] = x0 * 65536 + x1; // columns [x0, x1) (a canvas is under 32768 pixels wide)
-    });
+    }
     MT.radixSort(ids, runs, m, d.scratch("sorting", Int32Array, m), d.scratch("sortingRuns", Int32Array, m));
     const xs = d.scratch("xs", Int32Array, m), xe = d.scratch("xe", Int32Array, m);
     for (let k = 0; k < m; k++) {
