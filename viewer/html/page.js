@@ -12,6 +12,9 @@ MT.Page = class {
     this.fit = false;
     this.policy = "recorded";
     this.timings = { start: performance.now() };
+    // (the fields that drawing sets, here first: one shape for the page)
+    this.frame = this.frameKey = this.image = this.pixels = this.painted = this.plot = this.client = null;
+    this.lastPhases = null;
   }
 
   // The first frame from the first buffer, before the browser reads on;

@@ -12,6 +12,43 @@
 // (chooseLevel; the others are drawn per call site).
 MT.drawnPerColumn = 16;
 
+// Appends k to a list of links next and prev whose head and tail is h.
+MT.append = function (next, prev, h, k) {
+  const last = prev[h];
+  next[last] = k;
+  prev[k] = last;
+  next[k] = h;
+  prev[h] = k;
+};
+
+// The rows [copyFrom[x], H) of columns x in (x0, x1) taken from column
+// x - 1, row by row from `top`: runs between the columns drawn (a list of
+// them by x, left as the rows pass their copyFrom). pix: W x H; d: the
+// data (for scratch arrays). (A function of its own: compiled apart from
+// the columns' loop.)
+MT.copyRuns = function (d, pix, W, H, top, copyFrom, x0, x1) {
+  const order = d.scratch("pOrder", Int32Array, W), byRow = d.scratch("pByRow", Int32Array, H - top + 2).fill(0, 0, H - top + 2);
+  for (let x = x0; x < x1; x++) byRow[copyFrom[x] - top + 1]++;
+  for (let r = 0; r <= H - top; r++) byRow[r + 1] += byRow[r];
+  const at = d.scratch("pAt", Int32Array, H - top + 1);
+  at.set(byRow.subarray(0, H - top + 1));
+  for (let x = x0; x < x1; x++) order[at[copyFrom[x] - top]++] = x;
+  const right = d.scratch("pRight", Int32Array, W + 1), left = d.scratch("pLeft", Int32Array, W + 1);
+  for (let x = x0; x < x1; x++) { right[x] = x + 1; left[x + 1] = x; }
+  const nx = x1 - x0;
+  let o = 0;
+  for (let r = top; r < H; r++) {
+    for (; o < nx && copyFrom[order[o]] <= r; o++) { const x = order[o]; right[left[x]] = right[x]; left[right[x]] = left[x]; }
+    const row = r * W;
+    for (let x = x0; x < x1;) {
+      const to = right[x], v = pix[row + x];
+      if (to - x > 32) pix.fill(v, row + x + 1, row + to); // (a call costs as much as a few stores)
+      else for (let p = row + x + 1; p < row + to; p++) pix[p] = v;
+      x = to;
+    }
+  }
+};
+
 MT.Frame = class {
   // data: MT.Data; a, b: the window (ns since t0); W columns.
   constructor(data, a, b, W) {
@@ -30,6 +67,12 @@ MT.Frame = class {
     // .. gTo[x])
     this.gFrom = data.scratch("gFrom", Int32Array, W).fill(0, 0, W);
     this.gTo = data.scratch("gTo", Int32Array, W).fill(0, 0, W);
+    // every field set here, in this order, so that frames share one shape
+    // (the optimized code of their methods then serves them all)
+    this.groups = null;
+    this.minDur = 0;
+    this.partial = false;
+    this.ind = this.indStart = this.indEnd = null;
     this.level = this.chooseLevel(data.startsIn(a, b), data.covers(a, b));
     if (this.level < 0) this.computeRaw(); else this.computeLevel();
     this.computeIndividuals();
@@ -252,9 +295,8 @@ MT.Frame = class {
     const fill = d.scratch("pFill", Int32Array, W + 1);
     fill.set(endFirst.subarray(0, W + 1));
     for (let k = 0; k < n; k++) ends[fill[xe[k]]++] = k;
-    const append = (k) => { const last = prev[n]; next[last] = k; prev[k] = last; next[k] = n; prev[n] = k; };
     let added = 0;
-    for (; added < n && xs[added] <= x0; added++) if (xe[added] > x0) append(added);
+    for (; added < n && xs[added] <= x0; added++) if (xe[added] > x0) MT.append(next, prev, n, added);
     // copyFrom[x]: the first row that column x takes from column x - 1
     const copyFrom = d.scratch("pCopyFrom", Int32Array, W);
     for (let x = x0; x < x1; x++) {
@@ -268,7 +310,7 @@ MT.Frame = class {
           prev[next[k]] = prev[k];
         }
         if (anchor < 0) anchor = prev[n];
-        for (; added < n && xs[added] === x; added++) append(added);
+        for (; added < n && xs[added] === x; added++) MT.append(next, prev, n, added);
       }
       let y0 = anchor === n ? 0 : base[anchor] + bytes[ind[anchor]];
       let rEnd = Math.max(0, Math.min(H, (Hr - y0 * scale) | 0)); // rows [rEnd, H) are drawn
@@ -297,28 +339,7 @@ MT.Frame = class {
       cum[x] = y0;
       for (let r = top, p = top * W + x; r < rEnd; r++, p += W) pix[p] = white;
     }
-    // the rows taken from the column before: runs between the columns
-    // drawn (a list of them by x, left as the rows pass their copyFrom)
-    const order = d.scratch("pOrder", Int32Array, W), byRow = d.scratch("pByRow", Int32Array, H - top + 2).fill(0, 0, H - top + 2);
-    for (let x = x0; x < x1; x++) byRow[copyFrom[x] - top + 1]++;
-    for (let r = 0; r <= H - top; r++) byRow[r + 1] += byRow[r];
-    const at = d.scratch("pAt", Int32Array, H - top + 1);
-    at.set(byRow.subarray(0, H - top + 1));
-    for (let x = x0; x < x1; x++) order[at[copyFrom[x] - top]++] = x;
-    const right = d.scratch("pRight", Int32Array, W + 1), left = d.scratch("pLeft", Int32Array, W + 1);
-    for (let x = x0; x < x1; x++) { right[x] = x + 1; left[x + 1] = x; }
-    const nx = x1 - x0;
-    let o = 0;
-    for (let r = top; r < H; r++) {
-      for (; o < nx && copyFrom[order[o]] <= r; o++) { const x = order[o]; right[left[x]] = right[x]; left[right[x]] = left[x]; }
-      const row = r * W;
-      for (let x = x0; x < x1;) {
-        const to = right[x], v = pix[row + x];
-        if (to - x > 32) pix.fill(v, row + x + 1, row + to); // (a call costs as much as a few stores)
-        else for (let p = row + x + 1; p < row + to; p++) pix[p] = v;
-        x = to;
-      }
-    }
+    MT.copyRuns(d, pix, W, H, top, copyFrom, x0, x1);
     return top;
   }
 
