@@ -87,6 +87,12 @@ MT.Data = class {
     this.complete = false;
     this.version = 0; // counts the parts decoded (frames of older versions are drawn again)
     this.levels = (meta.lod || []).map((lv) => ({ w: lv.w, n: lv.n, ready: false }));
+    // (the fields set later, here first: one shape for the data, so that
+    // code compiled early is kept as the parts arrive)
+    this.scratches = {};
+    this.found = this.foundStart = this.foundEnd = null;
+    this.classStart = this.classList = this.classStarts = this.long = this.startsBefore = null;
+    this.inHandW = 0;
     this.decodeLong();
     this.decodeSeries();
     this.levels.forEach((lv, l) => { if (this.sections["lod" + l + ".m"]) this.decodeLevel(l, buf, this.sections); });
@@ -390,7 +396,7 @@ MT.Data = class {
   // next frame too (one frame is drawn at a time); keep: elements to carry
   // over when it grows.
   scratch(name, T, n, keep) {
-    const s = this.scratches || (this.scratches = {});
+    const s = this.scratches;
     let v = s[name];
     if (!v || v.length < n) {
       const g = new T(Math.max(n, v ? 2 * v.length : 1024));

@@ -28,7 +28,7 @@ MT.Page = class {
     this.timings.decoded = performance.now();
     document.getElementById("mt-title").textContent = "memtrace \u00b7 " + meta.trace;
     document.getElementById("mt-subtitle").textContent = meta.subtitle + " \u00b7 " +
-      this.data.n.toLocaleString("en") + " allocations \u00b7 peak " + MT.bytes(meta.peak_bytes) +
+      MT.count(this.data.n) + " allocations \u00b7 peak " + MT.bytes(meta.peak_bytes) +
       " at +" + MT.dur(meta.peak_at);
     this.ymaxAll = this.globalMax();
     this.moment = meta.peak_at;
@@ -358,7 +358,7 @@ MT.Page = class {
       (this.data.siteFrame(this.pin) || "none recorded") + " (Esc unpins)" : "";
     this.status.textContent = "window +" + MT.dur(this.a) + " \u2026 +" + MT.dur(this.b) + " (" +
       MT.dur(this.b - this.a) + ", " + MT.dur(F.pxw) + " a column, " +
-      (F.level < 0 ? "every allocation" : "level " + F.level) + ", " + F.ind.length.toLocaleString("en") +
+      (F.level < 0 ? "every allocation" : "level " + F.level) + ", " + MT.count(F.ind.length) +
       " drawn one by one" + (F.partial ? "; reading the allocations for more detail\u2026" : "") +
       ") \u00b7 moment +" + MT.dur(this.moment) + pin;
   }

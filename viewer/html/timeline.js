@@ -24,8 +24,9 @@ MT.append = function (next, prev, h, k) {
 // The rows [copyFrom[x], H) of columns x in (x0, x1) taken from column
 // x - 1, row by row from `top`: runs between the columns drawn (a list of
 // them by x, left as the rows pass their copyFrom). pix: W x H; d: the
-// data (for scratch arrays). (A function of its own: compiled apart from
-// the columns' loop.)
+// data (for scratch arrays). (Functions of their own: compiled apart from
+// the columns' loop; and a row's loops in copyRow, not nested in the rows'
+// loop, whose compiled code V8 would leave at each row's end.)
 MT.copyRuns = function (d, pix, W, H, top, copyFrom, x0, x1) {
   const order = d.scratch("pOrder", Int32Array, W), byRow = d.scratch("pByRow", Int32Array, H - top + 2).fill(0, 0, H - top + 2);
   for (let x = x0; x < x1; x++) byRow[copyFrom[x] - top + 1]++;
@@ -35,18 +36,24 @@ MT.copyRuns = function (d, pix, W, H, top, copyFrom, x0, x1) {
   for (let x = x0; x < x1; x++) order[at[copyFrom[x] - top]++] = x;
   const right = d.scratch("pRight", Int32Array, W + 1), left = d.scratch("pLeft", Int32Array, W + 1);
   for (let x = x0; x < x1; x++) { right[x] = x + 1; left[x + 1] = x; }
-  const nx = x1 - x0;
-  let o = 0;
-  for (let r = top; r < H; r++) {
-    for (; o < nx && copyFrom[order[o]] <= r; o++) { const x = order[o]; right[left[x]] = right[x]; left[right[x]] = left[x]; }
-    const row = r * W;
-    for (let x = x0; x < x1;) {
-      const to = right[x], v = pix[row + x];
-      if (to - x > 32) pix.fill(v, row + x + 1, row + to); // (a call costs as much as a few stores)
-      else for (let p = row + x + 1; p < row + to; p++) pix[p] = v;
-      x = to;
-    }
+  for (let r = top, o = 0; r < H; r++) o = MT.copyRow(pix, r, W, right, left, order, o, x1 - x0, copyFrom, x0, x1);
+};
+
+// Row r of copyRuns: leaves the list the columns that copy from row r on
+// (order[o..] by copyFrom), then fills the runs. Returns the new o.
+MT.copyRow = function (pix, r, W, right, left, order, o, no, copyFrom, x0, x1) {
+  for (; o < no && copyFrom[order[o]] <= r; o++) {
+    const x = order[o];
+    right[left[x]] = right[x];
+    left[right[x]] = left[x];
   }
+  const row = r * W;
+  for (let x = x0; x < x1;) {
+    const to = right[x];
+    if (to > x + 1) pix.fill(pix[row + x], row + x + 1, row + to);
+    x = to;
+  }
+  return o;
 };
 
 MT.Frame = class {

@@ -21,6 +21,11 @@ MT.dur = function (ns) {
   return MT.scaled(ns, 1000, ["ns", "us", "ms", "s"]);
 };
 
+// A count with thousands separators (one formatter for all: toLocaleString
+// makes one a call, 8 us).
+MT.countFormat = new Intl.NumberFormat("en");
+MT.count = (n) => MT.countFormat.format(n);
+
 // A TIME as the CLI reads it: "1.5" (seconds), "1.5s", "300ms", "20us",
 // "100ns". Returns ns, or NaN.
 MT.parseTime = function (text) {
