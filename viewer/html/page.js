@@ -85,9 +85,10 @@ MT.Page = class {
     this.setWindow(c - (c - this.a) * factor, c + (this.b - c) * factor);
   }
 
-  // (by whole columns: the columns kept move as they are)
+  // (by whole columns once the plot is laid out: the columns kept move as
+  // they are)
   pan(fraction) {
-    const w = this.b - this.a, W = this.plot.w, dx = Math.round(fraction * W) * w / W;
+    const w = this.b - this.a, W = this.plot ? this.plot.w : 0, dx = W ? Math.round(fraction * W) * w / W : fraction * w;
     this.setWindow(this.a + dx, this.b + dx);
   }
 
