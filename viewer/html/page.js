@@ -207,16 +207,18 @@ MT.Page = class {
     ctx.fillText("time since the start of the trace", P.x, yAxis + 17 * dpr);
   }
 
-  // A step series drawn through the columns' moments.
-  stepLine(ctx, valueAt, color, width, dash) {
-    const P = this.plot, F = this.frame;
+  // A step series (times t, values v: as MT.Data.valueAt) drawn through
+  // the columns' moments, which are in order: its points are walked along.
+  stepLine(ctx, t, v, color, width, dash) {
+    const P = this.plot, F = this.frame, n = t.length;
     ctx.strokeStyle = color;
     ctx.lineWidth = width * this.dpr;
     ctx.setLineDash(dash ? [5 * this.dpr, 4 * this.dpr] : []);
     ctx.beginPath();
-    let prev = null;
+    let prev = null, k = MT.lowerBound(t, F.moment[0] + 0.5, 0, n);
     for (let x = 0; x < P.w; x++) {
-      const y = Math.round(this.yOf(valueAt(F.moment[x]))) + 0.5;
+      while (k < n && t[k] < F.moment[x] + 0.5) k++;
+      const y = Math.round(this.yOf(k ? v[k - 1] : 0)) + 0.5;
       if (prev === null) ctx.moveTo(P.x + x, y);
       else if (y !== prev) ctx.lineTo(P.x + x, prev), ctx.lineTo(P.x + x, y);
       prev = y;
@@ -233,18 +235,17 @@ MT.Page = class {
     const legend = [];
     if (d.samples.t.length) {
       const s = d.samples;
-      this.stepLine(ctx, (t) => { const k = MT.lowerBound(s.t, t + 0.5, 0, s.t.length); return k ? s.used[k - 1] : 0; },
-        MT.used, 1.2, true);
+      this.stepLine(ctx, s.t, s.used, MT.used, 1.2, true);
       legend.push([MT.used, "device memory in use (samples)", true]);
     }
     d.policies.forEach((p) => {
       const color = p.color;
-      this.stepLine(ctx, (t) => MT.Data.valueAt(p.line, t), color, p.name === this.policy ? 2.4 : 1.3, false);
+      this.stepLine(ctx, p.line.t, p.line.v, color, p.name === this.policy ? 2.4 : 1.3, false);
       legend.push([color, "reserved: " + p.name + " (" + (p.saved ? "saved replay: " : "replayed: ") +
         p.conditions + ")", false]);
     });
     if (d.reserved) {
-      this.stepLine(ctx, (t) => MT.Data.valueAt(d.reserved, t), MT.reserved, this.policy === "recorded" ? 2 : 1.3, false);
+      this.stepLine(ctx, d.reserved.t, d.reserved.v, MT.reserved, this.policy === "recorded" ? 2 : 1.3, false);
       legend.push([MT.reserved, "reserved (recorded segments)", false]);
     }
     ctx.restore();

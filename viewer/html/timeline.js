@@ -136,26 +136,22 @@ MT.Frame = class {
     const a = cs[0], b = cs[W];
     this.minDur = Math.max(1, this.pxw);
     // live at a, and the ends inside the window bucketed by column
+    const m = d.collect(a, b, 0, Infinity), found = d.found, fs = d.foundStart, fe = d.foundEnd;
+    const endCol = d.scratch("endCol", Int32Array, m), endT = d.scratch("endT", Float64Array, m);
+    const endB = d.scratch("endB", Float64Array, m);
     let live = 0, nEnd = 0;
-    let endCol = d.scratch("endCol", Int32Array, 1024), endT = d.scratch("endT", Float64Array, 1024);
-    let endB = d.scratch("endB", Float64Array, 1024);
-    d.touching(a, b, 0, Infinity, (i) => {
-      if (d.start[i] <= a) live += d.bytes[i];
-      const e = d.end[i];
-      if (e > a && e < b && d.start[i] <= e) {
+    for (let k = 0; k < m; k++) {
+      const s = fs[k], e = fe[k], bytes = d.bytes[found[k]];
+      if (s <= a) live += bytes;
+      if (e > a && e < b && s <= e) {
         let x = Math.min(W - 1, Math.max(0, this.columnOf(e)));
         while (x + 1 < W && cs[x + 1] <= e) x++;
         while (x > 0 && cs[x] > e) x--;
-        if (nEnd === endT.length) {
-          endCol = d.scratch("endCol", Int32Array, 2 * nEnd, nEnd);
-          endT = d.scratch("endT", Float64Array, 2 * nEnd, nEnd);
-          endB = d.scratch("endB", Float64Array, 2 * nEnd, nEnd);
-        }
         endCol[nEnd] = x;
         endT[nEnd] = e;
-        endB[nEnd++] = d.bytes[i];
+        endB[nEnd++] = bytes;
       }
-    });
+    }
     const firstEnd = d.scratch("firstEnd", Int32Array, W + 1).fill(0, 0, W + 1);
     for (let k = 0; k < nEnd; k++) firstEnd[endCol[k] + 1]++;
     for (let x = 0; x < W; x++) firstEnd[x + 1] += firstEnd[x];
@@ -209,17 +205,19 @@ MT.Frame = class {
   // (Contributions gathered, then placed by column with a counting sort.)
   rawGroups() {
     const d = this.data, W = this.W;
-    let col = d.scratch("col", Int32Array, 1024), who = d.scratch("who", Int32Array, 1024), n = 0;
-    d.touching(this.moment[0], this.moment[W - 1] + 1, 0, this.minDur, (i) => {
-      for (let x = this.firstColumnAtOrAfter(d.start[i]); x < W && this.moment[x] < d.end[i]; x++) {
+    const nf = d.collect(this.moment[0], this.moment[W - 1] + 1, 0, this.minDur), found = d.found, fs = d.foundStart;
+    const fe = d.foundEnd;
+    let col = d.scratch("col", Int32Array, nf), who = d.scratch("who", Int32Array, nf), n = 0;
+    for (let k = 0; k < nf; k++) {
+      for (let x = this.firstColumnAtOrAfter(fs[k]); x < W && this.moment[x] < fe[k]; x++) {
         if (n === col.length) {
           col = d.scratch("col", Int32Array, 2 * n, n);
           who = d.scratch("who", Int32Array, 2 * n, n);
         }
         col[n] = x;
-        who[n++] = i;
+        who[n++] = found[k];
       }
-    });
+    }
     const first = d.scratch("first", Int32Array, W + 1).fill(0, 0, W + 1), placed = d.scratch("placed", Int32Array, n);
     for (let k = 0; k < n; k++) first[col[k] + 1]++;
     for (let x = 0; x < W; x++) first[x + 1] += first[x];
