@@ -87,6 +87,12 @@ MT.Data = class {
     this.complete = false;
     this.version = 0; // counts the parts decoded (frames of older versions are drawn again)
     this.levels = (meta.lod || []).map((lv) => ({ w: lv.w, n: lv.n, ready: false }));
+    // (the fields set later, here first: one shape for the data, so that
+    // code compiled early is kept as the parts arrive)
+    this.scratches = {};
+    this.found = this.foundStart = this.foundEnd = null;
+    this.classStart = this.classList = this.classStarts = this.long = this.startsBefore = null;
+    this.inHandW = 0;
     this.decodeLong();
     this.decodeSeries();
     this.levels.forEach((lv, l) => { if (this.sections["lod" + l + ".m"]) this.decodeLevel(l, buf, this.sections); });
@@ -267,38 +273,58 @@ MT.Data = class {
     for (let k = 0; k < list.length; k++) this.classStarts[k] = this.start[list[k]];
   }
 
-  // Calls f(i) for every allocation with start < b and end > a and a
-  // duration in [minDur, maxDur) (maxDur Infinity: never freed ones too):
-  // those of the class lists, then, until every allocation is in hand, the
-  // shorter ones of the chunks that arrived.
-  touching(a, b, minDur, maxDur, f) {
+  // The allocations with start < b and end > a and a duration in [minDur,
+  // maxDur) (maxDur Infinity: never freed ones too): those of the class
+  // lists, then, until every allocation is in hand, the shorter ones of the
+  // chunks that arrived. Returns their number n, with their indices, starts
+  // and ends in this.found, foundStart and foundEnd [0, n) (scratch: until
+  // the next call).
+  collect(a, b, minDur, maxDur) {
     const cs = this.classStart, list = this.classList, st = this.classStarts, start = this.start, end = this.end;
-    for (let c = 0; cs && c < 64; c++) {
+    // the ranges of the class lists (then of the chunks) to read, to size
+    // the arrays first
+    const from = this.scratch("collectFrom", Int32Array, 64), to = this.scratch("collectTo", Int32Array, 64);
+    let most = 0;
+    for (let c = 0; c < 64; c++) {
+      from[c] = to[c] = 0;
       const lo = Math.pow(2, c), hi = c === 63 ? Infinity : c === 62 ? Infinity : lo * 2;
-      if (c === 63 ? maxDur !== Infinity : lo >= maxDur) continue;
-      if (hi <= minDur && c !== 63) continue;
-      let k = MT.lowerBound(st, c === 63 ? -Infinity : a - hi + 1, cs[c], cs[c + 1]);
-      const last = cs[c + 1];
-      for (; k < last && st[k] < b; k++) {
-        const i = list[k], d = end[i] - start[i];
-        if (end[i] > a && d >= minDur && (d < maxDur || maxDur === Infinity)) f(i);
+      if (!cs || (c === 63 ? maxDur !== Infinity : lo >= maxDur) || (hi <= minDur && c !== 63)) continue;
+      from[c] = MT.lowerBound(st, c === 63 ? -Infinity : a - hi + 1, cs[c], cs[c + 1]);
+      to[c] = MT.lowerBound(st, b, from[c], cs[c + 1]);
+      most += to[c] - from[c];
+    }
+    const L = this.longW, [k0, k1] = this.complete || !L || minDur >= L ? [0, 0] : this.chunksOf(a - L, b), K = this.chunk;
+    for (let k = k0; k < k1; k++) if (this.chunkReady[k]) most += Math.min(this.n, (k + 1) * K) - k * K;
+    const ids = this.found = this.scratch("found", Int32Array, most);
+    const fs = this.foundStart = this.scratch("foundStart", Float64Array, most);
+    const fe = this.foundEnd = this.scratch("foundEnd", Float64Array, most);
+    let n = 0;
+    for (let c = 0; c < 64; c++) {
+      for (let k = from[c]; k < to[c]; k++) {
+        const i = list[k], s = st[k], e = end[i], d = e - s;
+        if (e > a && d >= minDur && (d < maxDur || maxDur === Infinity)) { ids[n] = i; fs[n] = s; fe[n++] = e; }
       }
     }
-    const L = this.longW;
-    if (this.complete || !L || minDur >= L) return;
-    const [k0, k1] = this.chunksOf(a - L, b), K = this.chunk;
     for (let k = k0; k < k1; k++) {
       if (!this.chunkReady[k]) continue;
       const last = Math.min(this.n, (k + 1) * K);
       for (let i = MT.lowerBound(start, a - L + 1, k * K, last); i < last && start[i] < b; i++) {
-        const d = end[i] - start[i];
-        if (d > 0 && d < L && end[i] > a && d >= minDur && d < maxDur) f(i);
+        const s = start[i], e = end[i], d = e - s;
+        if (d > 0 && d < L && e > a && d >= minDur && d < maxDur) { ids[n] = i; fs[n] = s; fe[n++] = e; }
       }
     }
+    return n;
+  }
+
+  // Calls f(i) for each allocation that collect(a, b, minDur, maxDur)
+  // finds (f must not ask for more).
+  touching(a, b, minDur, maxDur, f) {
+    const n = this.collect(a, b, minDur, maxDur), ids = this.found;
+    for (let k = 0; k < n; k++) f(ids[k]);
   }
 
   // At least as many as the allocations in hand at least minDur long that
-  // touch [a, b) (what touching(a, b, minDur, Infinity) finds of the
+  // touch [a, b) (what collect(a, b, minDur, Infinity) finds of the
   // class lists), by two binary searches a duration class.
   longCount(a, b, minDur) {
     const cs = this.classStart, st = this.classStarts;
@@ -370,7 +396,7 @@ MT.Data = class {
   // next frame too (one frame is drawn at a time); keep: elements to carry
   // over when it grows.
   scratch(name, T, n, keep) {
-    const s = this.scratches || (this.scratches = {});
+    const s = this.scratches;
     let v = s[name];
     if (!v || v.length < n) {
       const g = new T(Math.max(n, v ? 2 * v.length : 1024));

@@ -12,6 +12,9 @@ MT.Page = class {
     this.fit = false;
     this.policy = "recorded";
     this.timings = { start: performance.now() };
+    // (the fields that drawing sets, here first: one shape for the page)
+    this.frame = this.frameKey = this.image = this.pixels = this.painted = this.plot = this.client = null;
+    this.lastPhases = null;
   }
 
   // The first frame from the first buffer, before the browser reads on;
@@ -25,7 +28,7 @@ MT.Page = class {
     this.timings.decoded = performance.now();
     document.getElementById("mt-title").textContent = "memtrace \u00b7 " + meta.trace;
     document.getElementById("mt-subtitle").textContent = meta.subtitle + " \u00b7 " +
-      this.data.n.toLocaleString("en") + " allocations \u00b7 peak " + MT.bytes(meta.peak_bytes) +
+      MT.count(this.data.n) + " allocations \u00b7 peak " + MT.bytes(meta.peak_bytes) +
       " at +" + MT.dur(meta.peak_at);
     this.ymaxAll = this.globalMax();
     this.moment = meta.peak_at;
@@ -82,9 +85,11 @@ MT.Page = class {
     this.setWindow(c - (c - this.a) * factor, c + (this.b - c) * factor);
   }
 
+  // (by whole columns once the plot is laid out: the columns kept move as
+  // they are)
   pan(fraction) {
-    const w = this.b - this.a;
-    this.setWindow(this.a + w * fraction, this.b + w * fraction);
+    const w = this.b - this.a, W = this.plot ? this.plot.w : 0, dx = W ? Math.round(fraction * W) * w / W : fraction * w;
+    this.setWindow(this.a + dx, this.b + dx);
   }
 
   center(t) {
@@ -103,7 +108,6 @@ MT.Page = class {
     if (key !== this.frameKey) {
       this.frame = new MT.Frame(d, this.a, this.b, P.w);
       this.frameKey = key;
-      this.paintKey = null;
     }
     const F = this.frame, t1 = performance.now();
     let ymax = this.ymaxAll;
@@ -112,15 +116,13 @@ MT.Page = class {
     this.ymax = ticks[ticks.length - 1] >= ymax ? ticks[ticks.length - 1] : ymax * 1.04;
     this.scale = P.h / this.ymax;
     const ctx = this.canvas.getContext("2d");
-    if (!this.image || this.image.width !== P.w || this.image.height !== P.h)
+    if (!this.image || this.image.width !== P.w || this.image.height !== P.h) {
       this.image = ctx.createImageData(P.w, P.h);
-    const paintKey = this.scale + "/" + this.pin;
-    if (paintKey !== this.paintKey || this.image !== this.paintedImage) {
-      this.top = F.paint(new Uint32Array(this.image.data.buffer), P.h, this.scale, this.pin);
-      this.paintKey = paintKey;
-      this.paintedImage = this.image;
+      this.pixels = new Uint32Array(this.image.data.buffer);
+      this.painted = null;
     }
-    const top = this.top, t2 = performance.now();
+    this.paint(F);
+    const top = this.painted.top, t2 = performance.now();
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
     if (top < P.h) ctx.putImageData(this.image, P.x, P.y, 0, top, P.w, P.h - top);
@@ -135,6 +137,32 @@ MT.Page = class {
     this.lastPhases = { compute: t1 - t0, paint: t2 - t1, put: t3 - t2, lines: t4 - t3 }; // MT.bench reads them
     this.drawPanels();
     this.writeStatus();
+  }
+
+  // The frame's pixels, where they are not those painted last. A frame
+  // that is the one painted before moved by whole columns (the same level,
+  // scale, pin and data, each column kept at the same moment) moves those
+  // columns and paints only the new ones.
+  paint(F) {
+    const W = F.W, H = this.plot.h, pix = this.pixels, was = this.painted;
+    const key = this.scale + "/" + this.pin + "/" + F.level + "/" + F.minDur + "/" + this.data.version;
+    if (was && was.frame === F && was.key === key) return;
+    const k = was && was.key === key ? Math.round((F.a - was.a) / F.pxw) : 0; // new column x was x + k
+    const src = Math.max(0, k), dst = Math.max(0, -k), len = W - Math.abs(k);
+    let moved = k !== 0 && len > 0;
+    for (let x = dst; moved && x < dst + len; x++) moved = F.moment[x] === was.moment[x + k];
+    let top;
+    if (moved) {
+      for (let r = was.top; r < H; r++) pix.copyWithin(r * W + dst, r * W + src, r * W + src + len);
+      F.stacked.set(was.stacked.subarray(src, src + len), dst);
+      top = F.paint(pix, H, this.scale, this.pin, k > 0 ? len : 0, k > 0 ? W : -k);
+      for (let r = top; r < was.top; r++) pix.fill(MT.rgb(255, 255, 255), r * W + dst, r * W + dst + len);
+    } else top = F.paint(pix, H, this.scale, this.pin);
+    const p = was && was.moment.length === W ? was : { moment: new Float64Array(W), stacked: new Float64Array(W) };
+    p.moment.set(F.moment);
+    p.stacked.set(F.stacked);
+    Object.assign(p, { frame: F, key: key, a: F.a, top: top });
+    this.painted = p;
   }
 
   xOf(t) { return this.plot.x + (t - this.a) / (this.b - this.a) * this.plot.w; }
@@ -179,16 +207,18 @@ MT.Page = class {
     ctx.fillText("time since the start of the trace", P.x, yAxis + 17 * dpr);
   }
 
-  // A step series drawn through the columns' moments.
-  stepLine(ctx, valueAt, color, width, dash) {
-    const P = this.plot, F = this.frame;
+  // A step series (times t, values v: as MT.Data.valueAt) drawn through
+  // the columns' moments, which are in order: its points are walked along.
+  stepLine(ctx, t, v, color, width, dash) {
+    const P = this.plot, F = this.frame, n = t.length;
     ctx.strokeStyle = color;
     ctx.lineWidth = width * this.dpr;
     ctx.setLineDash(dash ? [5 * this.dpr, 4 * this.dpr] : []);
     ctx.beginPath();
-    let prev = null;
+    let prev = null, k = MT.lowerBound(t, F.moment[0] + 0.5, 0, n);
     for (let x = 0; x < P.w; x++) {
-      const y = Math.round(this.yOf(valueAt(F.moment[x]))) + 0.5;
+      while (k < n && t[k] < F.moment[x] + 0.5) k++;
+      const y = Math.round(this.yOf(k ? v[k - 1] : 0)) + 0.5;
       if (prev === null) ctx.moveTo(P.x + x, y);
       else if (y !== prev) ctx.lineTo(P.x + x, prev), ctx.lineTo(P.x + x, y);
       prev = y;
@@ -205,18 +235,17 @@ MT.Page = class {
     const legend = [];
     if (d.samples.t.length) {
       const s = d.samples;
-      this.stepLine(ctx, (t) => { const k = MT.lowerBound(s.t, t + 0.5, 0, s.t.length); return k ? s.used[k - 1] : 0; },
-        MT.used, 1.2, true);
+      this.stepLine(ctx, s.t, s.used, MT.used, 1.2, true);
       legend.push([MT.used, "device memory in use (samples)", true]);
     }
     d.policies.forEach((p) => {
       const color = p.color;
-      this.stepLine(ctx, (t) => MT.Data.valueAt(p.line, t), color, p.name === this.policy ? 2.4 : 1.3, false);
+      this.stepLine(ctx, p.line.t, p.line.v, color, p.name === this.policy ? 2.4 : 1.3, false);
       legend.push([color, "reserved: " + p.name + " (" + (p.saved ? "saved replay: " : "replayed: ") +
         p.conditions + ")", false]);
     });
     if (d.reserved) {
-      this.stepLine(ctx, (t) => MT.Data.valueAt(d.reserved, t), MT.reserved, this.policy === "recorded" ? 2 : 1.3, false);
+      this.stepLine(ctx, d.reserved.t, d.reserved.v, MT.reserved, this.policy === "recorded" ? 2 : 1.3, false);
       legend.push([MT.reserved, "reserved (recorded segments)", false]);
     }
     ctx.restore();
@@ -331,7 +360,7 @@ MT.Page = class {
       (this.data.siteFrame(this.pin) || "none recorded") + " (Esc unpins)" : "";
     this.status.textContent = "window +" + MT.dur(this.a) + " \u2026 +" + MT.dur(this.b) + " (" +
       MT.dur(this.b - this.a) + ", " + MT.dur(F.pxw) + " a column, " +
-      (F.level < 0 ? "every allocation" : "level " + F.level) + ", " + F.ind.length.toLocaleString("en") +
+      (F.level < 0 ? "every allocation" : "level " + F.level) + ", " + MT.count(F.ind.length) +
       " drawn one by one" + (F.partial ? "; reading the allocations for more detail\u2026" : "") +
       ") \u00b7 moment +" + MT.dur(this.moment) + pin;
   }

@@ -3,7 +3,8 @@
 //  - MT.selftest: at the moment in the URL, the bytes live, the anatomy,
 //    the 20 largest allocations live (as `memtrace report --at` lists them)
 //    with where each is drawn, and the page's own checks (its columns hold
-//    every byte live; hovering each allocation finds it);
+//    every byte live; hovering each allocation finds it; a pan paints as a
+//    full paint);
 //  - MT.hovered: the allocation under the mouse, as the tooltip shows it;
 //  - MT.bench: the page's own timings of loading and of pan and zoom frames.
 
@@ -33,6 +34,19 @@ MT.selftest = function (page) {
     }
     return det;
   });
+  // a pan by whole columns moves the columns it keeps and paints the new
+  // ones: the same pixels as a full paint of that frame (then back)
+  const [a0, b0] = [page.a, page.b];
+  page.pan(0.05);
+  page.draw();
+  const moved = page.pixels.slice(), movedTop = page.painted.top, panned = page.a;
+  page.painted = null;
+  page.draw();
+  let same = page.painted.top === movedTop;
+  for (let p = movedTop * P.w; same && p < moved.length; p++) same = moved[p] === page.pixels[p];
+  check("a pan paints as a full paint", same, "window at +" + panned + " ns");
+  page.setWindow(a0, b0);
+  page.draw();
   const a = page.anatomyShown, parts = {};
   MT.PART_KEYS.forEach((k, n) => { parts[k] = a.parts[n]; });
   const out = {

@@ -12,6 +12,51 @@
 // (chooseLevel; the others are drawn per call site).
 MT.drawnPerColumn = 16;
 
+// Appends k to a list of links next and prev whose head and tail is h.
+MT.append = function (next, prev, h, k) {
+  const last = prev[h];
+  next[last] = k;
+  prev[k] = last;
+  next[k] = h;
+  prev[h] = k;
+};
+
+// The rows [copyFrom[x], H) of columns x in (x0, x1) taken from column
+// x - 1, row by row from `top`: runs between the columns drawn (a list of
+// them by x, left as the rows pass their copyFrom). pix: W x H; d: the
+// data (for scratch arrays). (Functions of their own: compiled apart from
+// the columns' loop; and a row's loops in copyRow, not nested in the rows'
+// loop, whose compiled code V8 would leave at each row's end.)
+MT.copyRuns = function (d, pix, W, H, top, copyFrom, x0, x1) {
+  const order = d.scratch("pOrder", Int32Array, W), byRow = d.scratch("pByRow", Int32Array, H - top + 2).fill(0, 0, H - top + 2);
+  for (let x = x0; x < x1; x++) byRow[copyFrom[x] - top + 1]++;
+  for (let r = 0; r <= H - top; r++) byRow[r + 1] += byRow[r];
+  const at = d.scratch("pAt", Int32Array, H - top + 1);
+  at.set(byRow.subarray(0, H - top + 1));
+  for (let x = x0; x < x1; x++) order[at[copyFrom[x] - top]++] = x;
+  const right = d.scratch("pRight", Int32Array, W + 1), left = d.scratch("pLeft", Int32Array, W + 1);
+  for (let x = x0; x < x1; x++) { right[x] = x + 1; left[x + 1] = x; }
+  for (let r = top, o = 0; r < H; r++) o = MT.copyRow(pix, r, W, right, left, order, o, x1 - x0, copyFrom, x0, x1);
+};
+
+// Row r of copyRuns: leaves the list the columns that copy from row r on
+// (order[o..] by copyFrom), then fills the runs. Returns the new o.
+MT.copyRow = function (pix, r, W, right, left, order, o, no, copyFrom, x0, x1) {
+  for (; o < no && copyFrom[order[o]] <= r; o++) {
+    const x = order[o];
+    right[left[x]] = right[x];
+    left[right[x]] = left[x];
+  }
+  const row = r * W;
+  for (let x = x0; x < x1;) {
+    const to = right[x];
+    if (to - x > 16) pix.fill(pix[row + x], row + x + 1, row + to); // (a call: as dear as a few stores)
+    else for (let p = row + x + 1, v = pix[row + x]; p < row + to; p++) pix[p] = v;
+    x = to;
+  }
+  return o;
+};
+
 MT.Frame = class {
   // data: MT.Data; a, b: the window (ns since t0); W columns.
   constructor(data, a, b, W) {
@@ -20,11 +65,22 @@ MT.Frame = class {
     this.b = b;
     this.W = W;
     this.pxw = (b - a) / W;
-    this.colStart = new Float64Array(W + 1);
+    // (the arrays are the data's scratch: one frame is kept at a time)
+    this.colStart = data.scratch("colStart", Float64Array, W + 1).subarray(0, W + 1);
     for (let x = 0; x <= W; x++) this.colStart[x] = Math.ceil(a + x * this.pxw);
-    this.moment = new Float64Array(W);
-    this.total = new Float64Array(W);
-    this.groups = []; // per column: [site, count, bytes, ...] or null
+    this.moment = data.scratch("moment", Float64Array, W).subarray(0, W);
+    this.total = data.scratch("total", Float64Array, W).subarray(0, W);
+    this.stacked = data.scratch("stacked", Float64Array, W).subarray(0, W); // by paint: equals total
+    // per column, the groups [site, count, bytes, ...] at groups[gFrom[x]
+    // .. gTo[x])
+    this.gFrom = data.scratch("gFrom", Int32Array, W).fill(0, 0, W);
+    this.gTo = data.scratch("gTo", Int32Array, W).fill(0, 0, W);
+    // every field set here, in this order, so that frames share one shape
+    // (the optimized code of their methods then serves them all)
+    this.groups = null;
+    this.minDur = 0;
+    this.partial = false;
+    this.ind = this.indStart = this.indEnd = null;
     this.level = this.chooseLevel(data.startsIn(a, b), data.covers(a, b));
     if (this.level < 0) this.computeRaw(); else this.computeLevel();
     this.computeIndividuals();
@@ -59,6 +115,7 @@ MT.Frame = class {
   computeLevel() {
     const lv = this.data.level(this.level), W = this.W;
     this.minDur = lv.w;
+    this.groups = lv.groups;
     for (let x = 0; x < W; x++) {
       const c0 = this.colStart[x], c1 = Math.max(this.colStart[x + 1], c0 + 1);
       let j0 = Math.floor(c0 / lv.w), j1 = Math.floor((c1 - 1) / lv.w);
@@ -68,8 +125,8 @@ MT.Frame = class {
       for (let j = j0 + 1; j <= j1; j++) if (lv.total[j] > lv.total[best]) best = j;
       this.moment[x] = lv.moment[best];
       this.total[x] = lv.total[best];
-      const g0 = lv.first[best], g1 = lv.first[best + 1];
-      this.groups.push(g1 > g0 ? lv.groups.subarray(3 * g0, 3 * g1) : null);
+      this.gFrom[x] = 3 * lv.first[best];
+      this.gTo[x] = 3 * lv.first[best + 1];
     }
   }
 
@@ -79,26 +136,22 @@ MT.Frame = class {
     const a = cs[0], b = cs[W];
     this.minDur = Math.max(1, this.pxw);
     // live at a, and the ends inside the window bucketed by column
+    const m = d.collect(a, b, 0, Infinity), found = d.found, fs = d.foundStart, fe = d.foundEnd;
+    const endCol = d.scratch("endCol", Int32Array, m), endT = d.scratch("endT", Float64Array, m);
+    const endB = d.scratch("endB", Float64Array, m);
     let live = 0, nEnd = 0;
-    let endCol = d.scratch("endCol", Int32Array, 1024), endT = d.scratch("endT", Float64Array, 1024);
-    let endB = d.scratch("endB", Float64Array, 1024);
-    d.touching(a, b, 0, Infinity, (i) => {
-      if (d.start[i] <= a) live += d.bytes[i];
-      const e = d.end[i];
-      if (e > a && e < b && d.start[i] <= e) {
+    for (let k = 0; k < m; k++) {
+      const s = fs[k], e = fe[k], bytes = d.bytes[found[k]];
+      if (s <= a) live += bytes;
+      if (e > a && e < b && s <= e) {
         let x = Math.min(W - 1, Math.max(0, this.columnOf(e)));
         while (x + 1 < W && cs[x + 1] <= e) x++;
         while (x > 0 && cs[x] > e) x--;
-        if (nEnd === endT.length) {
-          endCol = d.scratch("endCol", Int32Array, 2 * nEnd, nEnd);
-          endT = d.scratch("endT", Float64Array, 2 * nEnd, nEnd);
-          endB = d.scratch("endB", Float64Array, 2 * nEnd, nEnd);
-        }
         endCol[nEnd] = x;
         endT[nEnd] = e;
-        endB[nEnd++] = d.bytes[i];
+        endB[nEnd++] = bytes;
       }
-    });
+    }
     const firstEnd = d.scratch("firstEnd", Int32Array, W + 1).fill(0, 0, W + 1);
     for (let k = 0; k < nEnd; k++) firstEnd[endCol[k] + 1]++;
     for (let x = 0; x < W; x++) firstEnd[x + 1] += firstEnd[x];
@@ -129,7 +182,6 @@ MT.Frame = class {
       while (e < e1) live -= endB[order[e++]];
       this.moment[x] = bestT;
       this.total[x] = best;
-      this.groups.push(null);
     }
     this.rawGroups();
   }
@@ -138,130 +190,162 @@ MT.Frame = class {
     return Math.floor((t - this.a) / this.pxw);
   }
 
-  // The first column whose moment is >= t (W if none).
+  // The first column whose moment is >= t (W if none): from the column of
+  // t, a step or two away (moments are in order, each near its column).
   firstColumnAtOrAfter(t) {
-    return MT.lowerBound(this.moment, t, 0, this.W);
+    const mo = this.moment, W = this.W;
+    let x = Math.floor((t - this.a) / this.pxw);
+    x = x < 0 ? 0 : x > W ? W : x;
+    while (x > 0 && mo[x - 1] >= t) x--;
+    while (x < W && mo[x] < t) x++;
+    return x;
   }
 
   // Raw windows: allocations shorter than a column, per column and site.
   // (Contributions gathered, then placed by column with a counting sort.)
   rawGroups() {
     const d = this.data, W = this.W;
-    let col = d.scratch("col", Int32Array, 1024), who = d.scratch("who", Int32Array, 1024), n = 0;
-    d.touching(this.moment[0], this.moment[W - 1] + 1, 0, this.minDur, (i) => {
-      for (let x = this.firstColumnAtOrAfter(d.start[i]); x < W && this.moment[x] < d.end[i]; x++) {
+    const nf = d.collect(this.moment[0], this.moment[W - 1] + 1, 0, this.minDur), found = d.found, fs = d.foundStart;
+    const fe = d.foundEnd;
+    let col = d.scratch("col", Int32Array, nf), who = d.scratch("who", Int32Array, nf), n = 0;
+    for (let k = 0; k < nf; k++) {
+      for (let x = this.firstColumnAtOrAfter(fs[k]); x < W && this.moment[x] < fe[k]; x++) {
         if (n === col.length) {
           col = d.scratch("col", Int32Array, 2 * n, n);
           who = d.scratch("who", Int32Array, 2 * n, n);
         }
         col[n] = x;
-        who[n++] = i;
+        who[n++] = found[k];
       }
-    });
+    }
     const first = d.scratch("first", Int32Array, W + 1).fill(0, 0, W + 1), placed = d.scratch("placed", Int32Array, n);
     for (let k = 0; k < n; k++) first[col[k] + 1]++;
     for (let x = 0; x < W; x++) first[x + 1] += first[x];
     const fill = d.scratch("fill", Int32Array, W);
     fill.set(first.subarray(0, W));
     for (let k = 0; k < n; k++) placed[fill[col[k]]++] = who[k];
+    const out = d.scratch("groups", Float64Array, 3 * n);
+    let m = 0;
     for (let x = 0; x < W; x++) {
       const a = first[x], b = first[x + 1];
-      if (a === b) continue;
-      const part = placed.subarray(a, b);
+      this.gFrom[x] = m;
       let one = true;
-      for (let k = 1; k < part.length && one; k++) one = d.site[part[k]] === d.site[part[0]];
+      for (let k = a + 1; k < b && one; k++) one = d.site[placed[k]] === d.site[placed[a]];
       if (!one) MT.sortBy(placed, a, b, d.site);
-      const out = [];
-      for (let k = 0; k < part.length;) {
-        const site = d.site[part[k]];
+      for (let k = a; k < b;) {
+        const site = d.site[placed[k]];
         let count = 0, sum = 0;
-        for (; k < part.length && d.site[part[k]] === site; k++) { count++; sum += d.bytes[part[k]]; }
-        out.push(site, count, sum);
+        for (; k < b && d.site[placed[k]] === site; k++) { count++; sum += d.bytes[placed[k]]; }
+        out[m++] = site;
+        out[m++] = count;
+        out[m++] = sum;
       }
-      this.groups[x] = Float64Array.from(out);
+      this.gTo[x] = m;
     }
+    this.groups = out;
   }
 
   // Allocations drawn as themselves: at least minDur long and live at some
-  // column's moment; in allocation order, each with its run of columns.
+  // column's moment; in allocation order, each with its run of columns
+  // (from the starts and ends found with them, then sorted along).
   computeIndividuals() {
     const d = this.data, W = this.W, mo = this.moment;
-    let ids = d.scratch("ids", Int32Array, 1024), nids = 0;
-    d.touching(mo[0], mo[W - 1] + 1, this.minDur, Infinity, (i) => {
-      if (nids === ids.length) ids = d.scratch("ids", Int32Array, 2 * nids, nids);
-      ids[nids++] = i;
-    });
-    const idx = MT.radixSort(ids, nids, d.scratch("sorting", Int32Array, nids));
-    const xs = d.scratch("xs", Int32Array, nids), xe = d.scratch("xe", Int32Array, nids);
-    let m = 0, x0 = 0;
-    for (let k = 0; k < nids; k++) {
-      // starts come in order: x0 only moves on; x1 is at most the run away
-      const i = idx[k], s = d.start[i], e = d.end[i];
-      while (x0 < W && mo[x0] < s) x0++;
-      let x1 = x0;
-      if (e === Infinity) x1 = W;
-      else while (x1 < W && mo[x1] < e) x1++;
+    const n = d.collect(mo[0], mo[W - 1] + 1, this.minDur, Infinity), found = d.found, fs = d.foundStart, fe = d.foundEnd;
+    const ids = d.scratch("ids", Int32Array, n), runs = d.scratch("runs", Int32Array, n);
+    let m = 0;
+    for (let k = 0; k < n; k++) {
+      const x0 = this.firstColumnAtOrAfter(fs[k]), e = fe[k];
+      const x1 = e === Infinity ? W : this.firstColumnAtOrAfter(e);
       if (x1 <= x0) continue;
-      idx[m] = i;
-      xs[m] = x0;
-      xe[m++] = x1; // columns [x0, x1)
+      ids[m] = found[k];
+      runs[m++] = x0 * 65536 + x1; // columns [x0, x1) (a canvas is under 32768 pixels wide)
     }
-    this.ind = idx.subarray(0, m);
+    MT.radixSort(ids, runs, m, d.scratch("sorting", Int32Array, m), d.scratch("sortingRuns", Int32Array, m));
+    const xs = d.scratch("xs", Int32Array, m), xe = d.scratch("xe", Int32Array, m);
+    for (let k = 0; k < m; k++) {
+      xs[k] = runs[k] >>> 16;
+      xe[k] = runs[k] & 65535;
+    }
+    this.ind = ids.subarray(0, m);
     this.indStart = xs.subarray(0, m);
     this.indEnd = xe.subarray(0, m);
   }
 
-  // Draws the stack into pixels (Uint32Array of W x H, ImageData order),
-  // scale: pixels per byte. pinSite: call site to highlight (-1 none).
-  // Only the rows from the highest column's top down are drawn (the rows
-  // above are left as they were): returns the first of them.
-  paint(pix, H, scale, pinSite) {
-    const d = this.data, W = this.W, cum = new Float64Array(W), Hr = H + 0.5;
+  // Draws the stack of columns [x0, x1) (all by default) into pixels
+  // (Uint32Array of W x H, ImageData order) and this.stacked; scale: pixels
+  // per byte. pinSite: call site to highlight (-1 none). Only the rows from
+  // the highest column's top down are drawn (the rows above are left as
+  // they were): returns the first of them.
+  // Column by column with the allocations live there in a list in
+  // allocation order: from one column to the next, those before the first
+  // that ends or starts there stack as before, so their rows are the
+  // previous column's (copied afterwards, row by row, as runs); only the
+  // rest of the list is walked.
+  paint(pix, H, scale, pinSite, x0 = 0, x1 = this.W) {
+    const d = this.data, W = this.W, Hr = H + 0.5, bytes = d.bytes, site = d.site;
     const ind = this.ind, xs = this.indStart, xe = this.indEnd, n = ind.length, pinned = pinSite >= 0;
+    const cum = this.stacked;
     let most = 0;
     for (let x = 0; x < W; x++) if (this.total[x] > most) most = this.total[x];
-    const top = Math.max(0, Math.min(H, (Hr - most * scale) | 0));
-    pix.fill(MT.rgb(255, 255, 255), top * W, H * W);
-    const colorOf = (i) => {
-      const c = MT.bands[i % 8];
-      return pinned ? (d.site[i] === pinSite ? MT.pinned : MT.fade(c)) : c;
-    };
-    // the first allocations, drawn across every column: one rectangle each
-    let k = 0, base = 0;
-    for (; k < n && xs[k] === 0 && xe[k] === W; k++) {
-      const i = ind[k], y1 = base + d.bytes[i], color = colorOf(i);
-      const r0 = Math.max(0, (Hr - y1 * scale) | 0), r1 = Math.min(H, (Hr - base * scale) | 0);
-      for (let r = r0; r < r1; r++) pix.fill(color, r * W, r * W + W);
-      base = y1;
-    }
-    cum.fill(base);
-    for (; k < n; k++) {
-      const i = ind[k], bytes = d.bytes[i], color = colorOf(i), x1 = xe[k];
-      for (let x = xs[k]; x < x1; x++) {
-        const y0 = cum[x], y1 = y0 + bytes;
-        cum[x] = y1;
-        let r0 = (Hr - y1 * scale) | 0, r1 = (Hr - y0 * scale) | 0;
-        if (r1 <= r0) continue;
-        if (r0 < 0) r0 = 0;
-        if (r1 > H) r1 = H;
-        for (let p = r0 * W + x; r0 < r1; r0++, p += W) pix[p] = color;
+    const top = Math.max(0, Math.min(H, (Hr - most * scale) | 0)), white = MT.rgb(255, 255, 255);
+    const bands = pinned ? MT.bands.map(MT.fade) : MT.bands;
+    // the list: links by position in ind, n the head and tail; base: the
+    // bytes below each where last walked
+    const next = d.scratch("pNext", Int32Array, n + 1), prev = d.scratch("pPrev", Int32Array, n + 1);
+    const base = d.scratch("pBase", Float64Array, n);
+    next[n] = prev[n] = n;
+    // the positions whose runs end at each column, in order
+    const endFirst = d.scratch("pEndFirst", Int32Array, W + 2).fill(0, 0, W + 2), ends = d.scratch("pEnds", Int32Array, n);
+    for (let k = 0; k < n; k++) endFirst[xe[k] + 1]++;
+    for (let x = 0; x <= W; x++) endFirst[x + 1] += endFirst[x];
+    const fill = d.scratch("pFill", Int32Array, W + 1);
+    fill.set(endFirst.subarray(0, W + 1));
+    for (let k = 0; k < n; k++) ends[fill[xe[k]]++] = k;
+    let added = 0;
+    for (; added < n && xs[added] <= x0; added++) if (xe[added] > x0) MT.append(next, prev, n, added);
+    // copyFrom[x]: the first row that column x takes from column x - 1
+    const copyFrom = d.scratch("pCopyFrom", Int32Array, W);
+    for (let x = x0; x < x1; x++) {
+      let anchor = n; // the last of the list that stacks as in column x - 1
+      if (x > x0) {
+        anchor = -1;
+        for (let e = endFirst[x]; e < endFirst[x + 1]; e++) {
+          const k = ends[e];
+          if (anchor < 0) anchor = prev[k];
+          next[prev[k]] = next[k];
+          prev[next[k]] = prev[k];
+        }
+        if (anchor < 0) anchor = prev[n];
+        for (; added < n && xs[added] === x; added++) MT.append(next, prev, n, added);
       }
-    }
-    for (let x = 0; x < W; x++) {
-      const g = this.groups[x];
-      if (!g) continue;
-      for (let j = 0; j < g.length; j += 3) {
+      let y0 = anchor === n ? 0 : base[anchor] + bytes[ind[anchor]];
+      let rEnd = Math.max(0, Math.min(H, (Hr - y0 * scale) | 0)); // rows [rEnd, H) are drawn
+      copyFrom[x] = Math.max(top, rEnd);
+      for (let k = next[anchor]; k !== n; k = next[k]) {
+        const i = ind[k], y1 = y0 + bytes[i];
+        base[k] = y0;
+        let r = Math.max(0, (Hr - y1 * scale) | 0);
+        if (r < rEnd) {
+          const color = pinned && site[i] === pinSite ? MT.pinned : bands[i % 8];
+          for (let p = r * W + x; r < rEnd; r++, p += W) pix[p] = color;
+          rEnd = Math.max(0, (Hr - y1 * scale) | 0);
+        }
+        y0 = y1;
+      }
+      const g = this.groups;
+      for (let j = this.gFrom[x], j1 = this.gTo[x]; j < j1; j += 3) {
         let color = MT.groupColor(g[j]);
         if (pinned) color = g[j] === pinSite ? MT.pinned : MT.fade(color);
-        const y0 = cum[x], y1 = y0 + g[j + 2];
-        cum[x] = y1;
-        let r0 = (Hr - y1 * scale) | 0, r1 = (Hr - y0 * scale) | 0;
-        if (r0 < 0) r0 = 0;
-        if (r1 > H) r1 = H;
-        for (let p = r0 * W + x; r0 < r1; r0++, p += W) pix[p] = color;
+        y0 += g[j + 2];
+        let r = Math.max(0, (Hr - y0 * scale) | 0);
+        const r1 = rEnd;
+        rEnd = r;
+        for (let p = r * W + x; r < r1; r++, p += W) pix[p] = color;
       }
+      cum[x] = y0;
+      for (let r = top, p = top * W + x; r < rEnd; r++, p += W) pix[p] = white;
     }
-    this.stacked = cum; // equals this.total per column
+    MT.copyRuns(d, pix, W, H, top, copyFrom, x0, x1);
     return top;
   }
 
@@ -277,8 +361,8 @@ MT.Frame = class {
       cum += d.bytes[i];
       if (bytes < cum) return { kind: "alloc", i: i, below: cum - d.bytes[i] };
     }
-    const g = this.groups[x];
-    for (let k = 0; g && k < g.length; k += 3) {
+    const g = this.groups;
+    for (let k = this.gFrom[x], k1 = this.gTo[x]; k < k1; k += 3) {
       cum += g[k + 2];
       if (bytes < cum) return { kind: "group", site: g[k], count: g[k + 1], bytes: g[k + 2], below: cum - g[k + 2] };
     }

@@ -21,6 +21,11 @@ MT.dur = function (ns) {
   return MT.scaled(ns, 1000, ["ns", "us", "ms", "s"]);
 };
 
+// A count with thousands separators (one formatter for all: toLocaleString
+// makes one a call, 8 us).
+MT.countFormat = new Intl.NumberFormat("en");
+MT.count = (n) => MT.countFormat.format(n);
+
 // A TIME as the CLI reads it: "1.5" (seconds), "1.5s", "300ms", "20us",
 // "100ns". Returns ns, or NaN.
 MT.parseTime = function (text) {
@@ -84,20 +89,26 @@ MT.lowerBound = function (arr, v, lo, hi) {
   return lo;
 };
 
-// Sorts v[0..n) (integers in [0, 2^32)) in place by three passes of 11
-// bits through tmp (at least n long). Returns v.
-MT.radixSort = function (v, n, tmp) {
-  const count = new Int32Array(2048);
-  let src = v, dst = tmp;
-  for (let shift = 0; shift < 33; shift += 11) {
+// Sorts v[0..n) (integers in [0, 2^32)) in place, and w[0..n) along with
+// them, by passes of 12 bits (as many as the largest needs) through tmp and
+// wtmp (each at least n long). Returns v.
+MT.radixSort = function (v, w, n, tmp, wtmp) {
+  const count = MT.radixCount || (MT.radixCount = new Int32Array(4096));
+  let most = 0;
+  for (let k = 0; k < n; k++) most |= v[k];
+  let src = v, dst = tmp, wsrc = w, wdst = wtmp;
+  for (let shift = 0; shift < 32 && most >>> shift; shift += 12) {
     count.fill(0);
-    for (let k = 0; k < n; k++) count[(src[k] >>> shift) & 2047]++;
-    if (count[0] === n) continue; // this digit is 0 everywhere
-    for (let c = 0, sum = 0; c < 2048; c++) { const x = count[c]; count[c] = sum; sum += x; }
-    for (let k = 0; k < n; k++) dst[count[(src[k] >>> shift) & 2047]++] = src[k];
-    const t = src; src = dst; dst = t;
+    for (let k = 0; k < n; k++) count[(src[k] >>> shift) & 4095]++;
+    for (let c = 0, sum = 0; c < 4096; c++) { const x = count[c]; count[c] = sum; sum += x; }
+    for (let k = 0; k < n; k++) {
+      const at = count[(src[k] >>> shift) & 4095]++;
+      dst[at] = src[k];
+      wdst[at] = wsrc[k];
+    }
+    [src, dst, wsrc, wdst] = [dst, src, wdst, wsrc];
   }
-  if (src !== v) v.set(src.subarray(0, n));
+  if (src !== v) { v.set(src.subarray(0, n)); w.set(wsrc.subarray(0, n)); }
   return v;
 };
 
