@@ -196,11 +196,21 @@ static inline int rp_torch_cmp_size(const struct rp_rb_node *a, const struct rp_
 	               y->addr);
 }
 
-/* Searches pool->blocks by a key block (only its stream, size and address
- * set). */
+/* A search key of pool->blocks' order (rp_torch_cmp_size): a block's four
+ * ordering fields alone, so that a search does not fill a whole block
+ * record on the stack. */
+struct torch_key {
+	uint64_t stream, size, place, addr;
+};
+
+/* Searches pool->blocks by a struct torch_key. */
 static inline int rp_torch_key_size(const void *key, const struct rp_rb_node *n)
 {
-	return rp_torch_cmp_size(&((const struct torch_block *)key)->node, n);
+	const struct torch_key *k = key;
+	const struct torch_block *y = rp_torch_node_block(n);
+
+	return rp_cmp4(k->stream, y->stream, k->size, y->size, k->place, y->place, k->addr,
+	               y->addr);
 }
 
 struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "block-pool-private.h"
 
@@ -29,19 +28,17 @@ struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_p
 {
 	struct torch_block *b = pool->spare;
 
-	if (b) {
+	if (b)
 		pool->spare = b->next;
-		memset(b, 0, sizeof(*b));
-	} else if (!(b = rp_rb_record_new(sizeof(*b)))) {
+	else if (!(b = rp_rb_record_new(sizeof(*b))))
 		return NULL;
-	}
-	b->seg = seg;
-	b->place = seg->place;
-	b->pool = pool;
-	b->stream = stream;
-	b->addr = addr;
-	b->size = size;
-	b->mapped = true;
+	*b = (struct torch_block){ .stream = stream,
+		                   .size = size,
+		                   .place = seg->place,
+		                   .addr = addr,
+		                   .pool = pool,
+		                   .seg = seg,
+		                   .mapped = true };
 	return b;
 }
 
