@@ -103,16 +103,35 @@ static inline struct rp_rb_node **rp_rb_slot(struct rp_rb_tree *t, const struct 
 	return link;
 }
 
-/* Inserts n (not in any tree) in order by cmp, after the nodes equal to it. */
+/* Inserts n (not in any tree) in order by cmp, after the nodes equal to it.
+ * A node alone in its tree (most nodes of the size-class bins) goes in and
+ * out without a call or a rebalancing. */
 static inline void rp_rb_insert(struct rp_rb_tree *t, struct rp_rb_node *n, rp_rb_cmp_fn cmp)
 {
+	if (!t->root) {
+		*n = (struct rp_rb_node){ .tag = n->tag };
+		t->root = n;
+		t->count = 1;
+		return;
+	}
 	struct rp_rb_node *parent, **link = rp_rb_slot(t, n, cmp, &parent);
 
 	rp_rb_link(t, n, parent, link);
 }
 
+/* rp_rb_erase of a node with a parent or a child. */
+void rp_rb_erase_linked(struct rp_rb_tree *t, struct rp_rb_node *n);
+
 /* Removes n, which must be in t. n's fields are undefined afterwards. */
-void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *n);
+static inline void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *n)
+{
+	if (!((uintptr_t)n->parent | (uintptr_t)n->child[0] | (uintptr_t)n->child[1])) {
+		t->root = NULL; /* n was alone */
+		t->count = 0;
+		return;
+	}
+	rp_rb_erase_linked(t, n);
+}
 
 /* Augmented trees: aug recomputes n's aggregate from n's own value and its
  * children's aggregates, and returns whether it changed. */

@@ -215,7 +215,7 @@ RB_INLINE void erase_node(struct rp_rb_tree *t, struct rp_rb_node *z, rp_rb_aug_
 		erase_fixup(t, x, xp, aug);
 }
 
-void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *z)
+void rp_rb_erase_linked(struct rp_rb_tree *t, struct rp_rb_node *z)
 {
 	erase_node(t, z, NULL);
 }
