@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "arena-private.h"
+#include "rbtree-aug-private.h"
 
 struct fit_key {
 	uint64_t stream;

@@ -8,7 +8,8 @@
  * reservation per (stream, pool). Three files, each using only those above
  * it:
  * - torch-blocks.c: the records (blocks, segments), a pool's ordered sets,
- *   splitting and merging neighbours;
+ *   splitting and merging neighbours (the steps of every free, merging and
+ *   inserting a free block, inline in this header);
  * - expandable-segment.c: ExpandableSegment and its map/unmap helpers;
  * - block-pool.c: the allocator — rounding, pools, best fit by (stream,
  *   size, address), split and merge, the OOM retry ladder, garbage
@@ -196,17 +197,32 @@ static inline int rp_torch_cmp_size(const struct rp_rb_node *a, const struct rp_
 	               y->addr);
 }
 
-/* Searches pool->blocks by a key block (only its stream, size and address
- * set). */
+/* A search key of pool->blocks' order (rp_torch_cmp_size): a block's four
+ * ordering fields alone, so that a search does not fill a whole block
+ * record on the stack. */
+struct torch_key {
+	uint64_t stream, size, place, addr;
+};
+
+/* Searches pool->blocks by a struct torch_key. */
 static inline int rp_torch_key_size(const void *key, const struct rp_rb_node *n)
 {
-	return rp_torch_cmp_size(&((const struct torch_block *)key)->node, n);
+	const struct torch_key *k = key;
+	const struct torch_block *y = rp_torch_node_block(n);
+
+	return rp_cmp4(k->stream, y->stream, k->size, y->size, k->place, y->place, k->addr,
+	               y->addr);
 }
 
 struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_pool *pool,
                                        uint64_t stream, uint64_t addr, uint64_t size);
 /* Returns a block record (in no set, unlinked) to its pool's spares. */
-void rp_torch_block_recycle(struct torch_block *b);
+static inline void rp_torch_block_recycle(struct torch_block *b)
+{
+	b->next = b->pool->spare;
+	b->pool->spare = b;
+}
+
 /* Links b between before and after (either may be NULL) and keeps seg->head. */
 void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
                            struct torch_block *after);
@@ -214,11 +230,43 @@ void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
  * (see torch-blocks.c for what "address" means here). */
 int rp_torch_cmp_address(const struct rp_rb_node *a, const struct rp_rb_node *b);
 /* insert_into_blocks: into pool->blocks, stamping the gc counter. */
-void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b);
+static inline void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
+{
+	b->gc_count_base = pool->get_free_blocks_call_count;
+	rp_sizebins_insert(&pool->blocks, &b->node, b->stream, b->size, rp_torch_cmp_size);
+}
+
 void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b);
 /* try_merge_blocks: merges src into dst when src is free and mapped alike;
  * returns the bytes subsumed (0: no merge). */
-uint64_t rp_torch_try_merge(struct torch_block *dst, struct torch_block *src);
+static inline uint64_t rp_torch_try_merge(struct torch_block *dst, struct torch_block *src)
+{
+	uint64_t subsumed;
+
+	if (!src || src->allocated || dst->mapped != src->mapped)
+		return 0;
+	if (dst->prev == src) { /* [src dst] */
+		dst->addr = src->addr;
+		dst->prev = src->prev;
+		if (dst->prev)
+			dst->prev->next = dst;
+		else
+			dst->seg->head = dst;
+	} else { /* [dst src] */
+		dst->next = src->next;
+		if (dst->next)
+			dst->next->prev = dst;
+	}
+	subsumed = src->size;
+	dst->size += subsumed;
+	if (src->mapped)
+		rp_sizebins_erase(&src->pool->blocks, &src->node);
+	else
+		rp_rb_erase(&src->pool->unmapped, &src->node);
+	rp_torch_block_recycle(src);
+	return subsumed;
+}
+
 /* A segment record over [addr, addr + bytes) at its place (see
  * rp_torch_cmp_size), holding one block of its whole extent (mapped, in no
  * set), appended to t's segments and counted. Returns that block, or NULL

@@ -81,7 +81,7 @@ static uint64_t expandable_size(const struct torch_block *b)
 static struct torch_block *get_free_block(struct torch_alloc *t, struct torch_pool *pool,
                                           uint64_t stream, uint64_t size)
 {
-	struct torch_block key = { .stream = stream, .size = size, .addr = 0 };
+	struct torch_key key = { .stream = stream, .size = size };
 	struct torch_block *b;
 
 	if (gc_enabled(t))
@@ -210,7 +210,7 @@ static int release_available(struct torch_alloc *t, struct torch_pool *pool, uin
                              uint64_t size)
 {
 	uint64_t max_split = t->opt.max_split_size;
-	struct torch_block key = { .stream = stream, .size = size < max_split ? max_split : size };
+	struct torch_key key = { .stream = stream, .size = size < max_split ? max_split : size };
 	struct rp_rb_node *n;
 	uint64_t released = 0;
 

@@ -9,10 +9,9 @@
  * equal are allowed: a new node goes after its equals. Insert, erase and
  * lower_bound are O(log n); next/prev are amortised O(1).
  *
- * A tree may be augmented: the owner keeps in each record an aggregate of
- * the record's subtree (first fit: the largest free block in it) and uses
- * the _aug functions, which keep every aggregate right through links,
- * erases and rotations in O(log n) recomputations.
+ * A tree may be augmented, each record keeping an aggregate of its subtree
+ * (first fit: the largest free block in it), through the operations of
+ * rbtree-aug-private.h.
  */
 #ifndef MEMTRACE_RBTREE_PRIVATE_H
 #define MEMTRACE_RBTREE_PRIVATE_H
@@ -103,48 +102,35 @@ static inline struct rp_rb_node **rp_rb_slot(struct rp_rb_tree *t, const struct 
 	return link;
 }
 
-/* Inserts n (not in any tree) in order by cmp, after the nodes equal to it. */
+/* Inserts n (not in any tree) in order by cmp, after the nodes equal to it.
+ * A node alone in its tree (most nodes of the size-class bins) goes in and
+ * out without a call or a rebalancing. */
 static inline void rp_rb_insert(struct rp_rb_tree *t, struct rp_rb_node *n, rp_rb_cmp_fn cmp)
 {
+	if (!t->root) {
+		*n = (struct rp_rb_node){ .tag = n->tag };
+		t->root = n;
+		t->count = 1;
+		return;
+	}
 	struct rp_rb_node *parent, **link = rp_rb_slot(t, n, cmp, &parent);
 
 	rp_rb_link(t, n, parent, link);
 }
 
+/* rp_rb_erase of a node with a parent or a child. */
+void rp_rb_erase_linked(struct rp_rb_tree *t, struct rp_rb_node *n);
+
 /* Removes n, which must be in t. n's fields are undefined afterwards. */
-void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *n);
-
-/* Augmented trees: aug recomputes n's aggregate from n's own value and its
- * children's aggregates, and returns whether it changed. */
-typedef bool (*rp_rb_aug_fn)(struct rp_rb_node *n);
-
-/* After n's own value changed in place (its order unchanged): recomputes
- * the aggregates from n up, stopping where one stays the same (those above
- * it stay too). n may be NULL. */
-static inline void rp_rb_propagate(struct rp_rb_node *n, rp_rb_aug_fn aug)
+static inline void rp_rb_erase(struct rp_rb_tree *t, struct rp_rb_node *n)
 {
-	while (n && aug(n))
-		n = n->parent;
+	if (!((uintptr_t)n->parent | (uintptr_t)n->child[0] | (uintptr_t)n->child[1])) {
+		t->root = NULL; /* n was alone */
+		t->count = 0;
+		return;
+	}
+	rp_rb_erase_linked(t, n);
 }
-
-/* rp_rb_link, rp_rb_insert and rp_rb_erase of an augmented tree. */
-void rp_rb_link_aug(struct rp_rb_tree *t, struct rp_rb_node *n, struct rp_rb_node *parent,
-                    struct rp_rb_node **link, rp_rb_aug_fn aug);
-void rp_rb_erase_aug(struct rp_rb_tree *t, struct rp_rb_node *n, rp_rb_aug_fn aug);
-
-static inline void rp_rb_insert_aug(struct rp_rb_tree *t, struct rp_rb_node *n, rp_rb_cmp_fn cmp,
-                                    rp_rb_aug_fn aug)
-{
-	struct rp_rb_node *parent, **link = rp_rb_slot(t, n, cmp, &parent);
-
-	rp_rb_link_aug(t, n, parent, link, aug);
-}
-
-/* Puts n (in no tree) in old's place in an augmented tree and takes old
- * out, with no rebalancing: n must sort where old did (between old's
- * neighbours). n's tag is left alone. */
-void rp_rb_replace_aug(struct rp_rb_tree *t, struct rp_rb_node *old, struct rp_rb_node *n,
-                       rp_rb_aug_fn aug);
 
 /* Smallest / largest node, or NULL when t is empty. */
 struct rp_rb_node *rp_rb_first(const struct rp_rb_tree *t);

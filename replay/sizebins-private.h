@@ -61,8 +61,6 @@ static inline unsigned rp_sizebins_class(uint64_t size)
 void rp_sizebins_init(struct rp_sizebins *s);
 /* Frees the bins (the blocks are the owner's); s is empty afterwards. */
 void rp_sizebins_release(struct rp_sizebins *s);
-/* Makes the bins of `stream` if it has none. Returns 0 or -ENOMEM. */
-int rp_sizebins_prepare(struct rp_sizebins *s, uint64_t stream);
 
 /* The bins of stream, or NULL when it was never prepared (a linear search:
  * streams are few). */
@@ -73,6 +71,23 @@ static inline struct rp_sizebins_stream *rp_sizebins_find(const struct rp_sizebi
 		if (s->sorted[i]->stream == stream)
 			return s->sorted[i];
 	return NULL;
+}
+
+/* Makes the bins of `stream`, which has none. Returns 0 or -ENOMEM. */
+int rp_sizebins_add_stream(struct rp_sizebins *s, uint64_t stream);
+
+/* Makes the bins of `stream` if it has none (inline: owners call it on
+ * every free). Returns 0 or -ENOMEM. */
+static inline int rp_sizebins_prepare(struct rp_sizebins *s, uint64_t stream)
+{
+	return rp_sizebins_find(s, stream) ? 0 : rp_sizebins_add_stream(s, stream);
+}
+
+/* The number of the stream of n, a block in s: its streams are numbered
+ * 0, 1, ... in the order they were prepared. */
+static inline unsigned rp_sizebins_stream_number(const struct rp_rb_node *n)
+{
+	return n->tag >> RP_SIZEBINS_CLASS_BITS;
 }
 
 /* Inserts n, a block of (stream, size) whose stream was prepared, in order

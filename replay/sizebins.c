@@ -22,13 +22,11 @@ void rp_sizebins_release(struct rp_sizebins *s)
 	rp_sizebins_init(s);
 }
 
-int rp_sizebins_prepare(struct rp_sizebins *s, uint64_t stream)
+int rp_sizebins_add_stream(struct rp_sizebins *s, uint64_t stream)
 {
 	struct rp_sizebins_stream *g;
 	unsigned r;
 
-	if (rp_sizebins_find(s, stream))
-		return 0;
 	if (s->n == s->cap) {
 		unsigned cap = s->cap ? 2 * s->cap : 2;
 		struct rp_sizebins_stream **by_id = realloc(s->by_id, cap * sizeof(*by_id));

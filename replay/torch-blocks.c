@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "block-pool-private.h"
 
@@ -29,26 +28,18 @@ struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_p
 {
 	struct torch_block *b = pool->spare;
 
-	if (b) {
+	if (b)
 		pool->spare = b->next;
-		memset(b, 0, sizeof(*b));
-	} else if (!(b = rp_rb_record_new(sizeof(*b)))) {
+	else if (!(b = rp_rb_record_new(sizeof(*b))))
 		return NULL;
-	}
-	b->seg = seg;
-	b->place = seg->place;
-	b->pool = pool;
-	b->stream = stream;
-	b->addr = addr;
-	b->size = size;
-	b->mapped = true;
+	*b = (struct torch_block){ .stream = stream,
+		                   .size = size,
+		                   .place = seg->place,
+		                   .addr = addr,
+		                   .pool = pool,
+		                   .seg = seg,
+		                   .mapped = true };
 	return b;
-}
-
-void rp_torch_block_recycle(struct torch_block *b)
-{
-	b->next = b->pool->spare;
-	b->pool->spare = b;
 }
 
 void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
@@ -64,43 +55,9 @@ void rp_torch_block_splice(struct torch_block *b, struct torch_block *before,
 		after->prev = b;
 }
 
-void rp_torch_pool_insert_free(struct torch_pool *pool, struct torch_block *b)
-{
-	b->gc_count_base = pool->get_free_blocks_call_count;
-	rp_sizebins_insert(&pool->blocks, &b->node, b->stream, b->size, rp_torch_cmp_size);
-}
-
 void rp_torch_pool_insert_unmapped(struct torch_pool *pool, struct torch_block *b)
 {
 	rp_rb_insert(&pool->unmapped, &b->node, rp_torch_cmp_address);
-}
-
-uint64_t rp_torch_try_merge(struct torch_block *dst, struct torch_block *src)
-{
-	uint64_t subsumed;
-
-	if (!src || src->allocated || dst->mapped != src->mapped)
-		return 0;
-	if (dst->prev == src) { /* [src dst] */
-		dst->addr = src->addr;
-		dst->prev = src->prev;
-		if (dst->prev)
-			dst->prev->next = dst;
-		else
-			dst->seg->head = dst;
-	} else { /* [dst src] */
-		dst->next = src->next;
-		if (dst->next)
-			dst->next->prev = dst;
-	}
-	subsumed = src->size;
-	dst->size += subsumed;
-	if (src->mapped)
-		rp_sizebins_erase(&src->pool->blocks, &src->node);
-	else
-		rp_rb_erase(&src->pool->unmapped, &src->node);
-	rp_torch_block_recycle(src);
-	return subsumed;
 }
 
 static int cmp_recorded(const void *a, const void *b)

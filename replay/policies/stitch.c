@@ -87,7 +87,10 @@ struct stitch {
 	uint64_t page;
 	struct rp_sizebins free_bins; /* (stream, npages, seq, va) */
 	struct rp_addrmap live;       /* va -> struct vblock * */
-	struct stream_pages *streams; /* free pages per stream (streams are few) */
+	/* free pages per stream (streams are few), numbered as free_bins
+	 * numbers them (stream_slot prepares a stream's bins and its slot
+	 * together) */
+	struct stream_pages *streams;
 	size_t nstreams;
 	struct vblock *all;
 	struct vblock *spare; /* dropped records, linked by next_all, to reuse */
@@ -113,10 +116,17 @@ static int cmp_free(const struct rp_rb_node *a, const struct rp_rb_node *b)
 	return rp_cmp4(x->stream, y->stream, x->npages, y->npages, x->seq, y->seq, x->va, y->va);
 }
 
-/* Searches by a key block (stream, npages and va set). */
+/* A search key of the free bins' order: a block's ordering fields alone. */
+struct vkey {
+	uint64_t stream, npages, seq, va;
+};
+
 static int key_free(const void *key, const struct rp_rb_node *n)
 {
-	return cmp_free(&((const struct vblock *)key)->node, n);
+	const struct vkey *k = key;
+	const struct vblock *y = node_vb(n);
+
+	return rp_cmp4(k->stream, y->stream, k->npages, y->npages, k->seq, y->seq, k->va, y->va);
 }
 
 /* ---- blocks ---- */
@@ -146,13 +156,13 @@ static struct stream_pages *stream_slot(struct stitch *p, uint64_t stream)
 static void free_insert(struct stitch *p, struct vblock *v)
 {
 	rp_sizebins_insert(&p->free_bins, &v->node, v->stream, v->npages, cmp_free);
-	stream_slot(p, v->stream)->pages += v->npages;
+	p->streams[rp_sizebins_stream_number(&v->node)].pages += v->npages;
 }
 
 static void free_erase(struct stitch *p, struct vblock *v)
 {
+	p->streams[rp_sizebins_stream_number(&v->node)].pages -= v->npages;
 	rp_sizebins_erase(&p->free_bins, &v->node);
-	stream_slot(p, v->stream)->pages -= v->npages;
 }
 
 /* Unmaps pages [from, npages) of v; they stay held (the caller moves or
@@ -404,7 +414,7 @@ static int release_free(struct stitch *p, bool all, uint64_t stream)
 
 static int alloc_large(struct stitch *p, uint64_t need, uint64_t stream, struct vblock **out)
 {
-	struct vblock key = { .stream = stream, .npages = need };
+	struct vkey key = { .stream = stream, .npages = need };
 	struct vblock *v = vb(rp_sizebins_lower_bound(&p->free_bins, stream, need, &key, key_free));
 	struct stream_pages *sp = stream_slot(p, stream);
 	uint64_t free_pages;

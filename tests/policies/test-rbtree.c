@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 #include "tap.h"
-#include "rbtree-private.h"
+#include "rbtree-aug-private.h"
 
 #define N 600
 #define KEYS 200 /* keys in [0, KEYS): ~3 nodes per key, so duplicates abound */
