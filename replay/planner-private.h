@@ -8,11 +8,12 @@
  *
  * Time is the requests' start order: two requests overlap exactly when
  * their ranges of start ranks [rank of start, number of starts before end)
- * meet. A segment tree over those ranks (leaves of 64 ranks)
+ * meet. A segment tree over those ranks (leaves of 256 ranks)
  * holds in each node the coalesced address ranges of the placed requests
  * that cover the node (`full`) and of every placed request inside its
  * subtree (`sub`); requests that cover only part of a leaf are listed
- * there and checked one by one. The busy addresses over a request's
+ * there by address, and the search reads those live over the request's
+ * ranks as it passes them. The busy addresses over a request's
  * lifetime are then the union of O(log n) such sets, and its offset their
  * lowest common gap (span-set-private.h), instead of a sort of every placed
  * request it overlaps.

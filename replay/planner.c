@@ -12,7 +12,7 @@
 #include "policy-private.h"
 #include "span-set-private.h"
 
-#define LEAF 64 /* start ranks per tree leaf */
+#define LEAF 256 /* start ranks per tree leaf */
 
 struct node {
 	struct rp_span_set full; /* placed requests covering this node, not its parent */
@@ -27,14 +27,12 @@ struct planner {
 	struct node *node;      /* heap order: node 1 the root, leaf k is node leaves + k */
 	uint32_t
 	        *part_at; /* leaf k's room for partial requests: part[part_at[k], part_at[k + 1]) */
-	uint32_t *part_end; /* leaf k's placed ones so far: part[part_at[k], part_end[k]) */
-	struct partial {
-		uint32_t first, past; /* the request's ranks */
-		uint64_t lo, hi;      /* where it is placed */
-	} * part;                     /* placed requests covering part of a leaf, by leaf */
+	uint32_t *part_end;         /* leaf k's placed ones so far: part[part_at[k], part_end[k]) */
+	struct rp_timed_span *part; /* placed requests covering part of a leaf: by leaf, by lo */
 	struct rp_span_view *view;
 	size_t nview, view_cap;
-	struct rp_span_set near; /* a query's overlapping partial requests */
+	struct rp_timed_view timed[2]; /* a query's leaves covered in part */
+	size_t ntimed;
 };
 
 /* Where request ranks [f, p) lie in the tree: leaves [fl, pl] touched,
@@ -190,7 +188,9 @@ static int mark_placed(struct planner *pl, uint32_t f, uint32_t p, uint64_t lo, 
 	for (int k = 0; rc >= 0 && k < 1 + (e.pl != e.fl); k++) {
 		if (whole(&e, ends[k]))
 			continue;
-		pl->part[pl->part_end[ends[k]]++] = (struct partial){ f, p, lo, hi };
+		rp_timed_insert(&pl->part[pl->part_at[ends[k]]],
+		                pl->part_end[ends[k]]++ - pl->part_at[ends[k]],
+		                &(struct rp_timed_span){ lo, hi, f, p });
 		rc = add_up(pl, pl->leaves + ends[k], lo, hi);
 	}
 	return rc < 0 ? rc : 0;
@@ -207,25 +207,10 @@ static int add_view(struct planner *pl, const struct rp_span_set *s)
 	return 0;
 }
 
-/* Adds to near the placed requests listed under leaf k that overlap ranks
- * [f, p). */
-static int scan_partial(struct planner *pl, size_t k, uint32_t f, uint32_t p)
-{
-	for (uint32_t i = pl->part_at[k]; i < pl->part_end[k]; i++) {
-		const struct partial *e = &pl->part[i];
-		if (e->first >= p || e->past <= f)
-			continue;
-		int rc = rp_span_set_add(&pl->near, e->lo, e->hi);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
 /* The lowest offset where a request of ranks [f, p) and this size fits:
  * the views of every node its ranks meet (sub where it covers the node's
  * leaves whole, full where only in part) and the partial requests of the
- * leaves it covers in part. */
+ * leaves it covers in part (those live over [f, p) count). */
 static int lowest_offset(struct planner *pl, uint32_t f, uint32_t p, uint64_t size,
                          uint64_t *offset)
 {
@@ -233,7 +218,7 @@ static int lowest_offset(struct planner *pl, uint32_t f, uint32_t p, uint64_t si
 	size_t stack[128], lo_leaf[128], depth = 0;
 	int rc = 0;
 	pl->nview = 0;
-	pl->near.len = 0;
+	pl->ntimed = 0;
 	stack[depth] = 1;
 	lo_leaf[depth++] = 0;
 	while (rc == 0 && depth) {
@@ -246,8 +231,12 @@ static int lowest_offset(struct planner *pl, uint32_t f, uint32_t p, uint64_t si
 			continue;
 		}
 		rc = add_view(pl, &pl->node[v].full);
-		if (rc == 0 && v >= pl->leaves) {
-			rc = scan_partial(pl, x, f, p);
+		if (v >= pl->leaves) {
+			if (pl->part_end[x] > pl->part_at[x])
+				pl->timed[pl->ntimed++] =
+				        (struct rp_timed_view){ &pl->part[pl->part_at[x]],
+					                        pl->part_end[x] - pl->part_at[x], 0,
+					                        f, p };
 			continue;
 		}
 		stack[depth] = 2 * v + 1;
@@ -256,9 +245,7 @@ static int lowest_offset(struct planner *pl, uint32_t f, uint32_t p, uint64_t si
 		lo_leaf[depth++] = x;
 	}
 	if (rc == 0)
-		rc = add_view(pl, &pl->near);
-	if (rc == 0)
-		*offset = rp_span_lowest_gap(pl->view, pl->nview, size);
+		*offset = rp_span_lowest_gap(pl->view, pl->nview, pl->timed, pl->ntimed, size);
 	return rc;
 }
 
@@ -275,7 +262,6 @@ static void release(struct planner *pl)
 	free(pl->part_end);
 	free(pl->part);
 	free(pl->view);
-	rp_span_set_release(&pl->near);
 }
 
 int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_t align,
