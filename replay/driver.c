@@ -50,6 +50,8 @@ struct run {
 	struct rp_feed *feed;                    /* the shared pass, or NULL: a cursor */
 	unsigned id;                             /* its consumer number in the feed */
 	bool report;                             /* calls opt->progress itself */
+	bool offline;                            /* its policy plans first */
+	uint64_t planned;                        /* requests its plan has placed so far */
 	struct rp_cursor *cursor;
 	struct mt_backend *b;
 	struct mt_policy *p;
@@ -305,6 +307,7 @@ static int setup(struct run *r)
 	if (!r->feed && (rc = rp_cursor_open(s, &r->cursor, r->err, r->errlen)) < 0)
 		return rc;
 	r->p->interrupted = opt->interrupted;
+	r->p->planned = &r->planned;
 	if ((r->p->ops->flags & MT_POLICY_OFFLINE) &&
 	    (rc = r->p->ops->plan(r->p, r->lifetimes, s->requests)) < 0)
 		return fail(r, rc, 0, rc == -EINTR ? "interrupted" : "planning failed");
@@ -361,7 +364,8 @@ static bool offline(const char *spec)
 }
 
 /* Runs the replays on threads of their own, telling opts[0].progress (on
- * this thread) how far the slowest has come. */
+ * this thread) how far the slowest has come, and opts[0].planning how far
+ * the least advanced plan has, while no event is replayed. */
 static int run_threads(struct run *runs, size_t n, char *err, size_t errlen)
 {
 	const struct mt_replay_options *opt = runs[0].opt;
@@ -380,15 +384,20 @@ static int run_threads(struct run *runs, size_t n, char *err, size_t errlen)
 		}
 	}
 	for (bool all = false; !all && rc == 0;) {
-		uint64_t done = UINT64_MAX;
+		uint64_t done = UINT64_MAX, placed = UINT64_MAX;
 		all = true;
 		for (size_t i = 0; i < n; i++) {
 			if (__atomic_load_n(&runs[i].finished, __ATOMIC_ACQUIRE))
 				continue;
 			uint64_t e = __atomic_load_n(&runs[i].res->events, __ATOMIC_RELAXED);
+			uint64_t q = __atomic_load_n(&runs[i].planned, __ATOMIC_RELAXED);
 			all = false;
 			done = e < done ? e : done;
+			if (runs[i].offline && !e && q < placed)
+				placed = q;
 		}
+		if (!all && !done && placed != UINT64_MAX && opt->planning)
+			opt->planning(opt->progress_data, placed, runs[0].s->requests);
 		if (!all && opt->progress)
 			opt->progress(opt->progress_data, done, runs[0].s->nevents);
 		if (!all)
@@ -418,13 +427,15 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 		snprintf(res[i].backend, sizeof(res[i].backend), "%s",
 		         opts[i].backend == MT_BACKEND_CUDA ? "cuda" : "sim");
 		res[i].peak_allocated = s->peak_live;
-		any_offline |= offline(opts[i].policy);
+		bool off = offline(opts[i].policy);
+		any_offline |= off;
 		any_cuda |= opts[i].backend == MT_BACKEND_CUDA;
 		if (r)
 			*r = (struct run){ .s = s,
 				           .opt = &opts[i],
 				           .res = &res[i],
 				           .id = (unsigned)i,
+				           .offline = off,
 				           .err = errs + i * errlen,
 				           .errlen = errlen };
 	}
@@ -500,6 +511,7 @@ int mt_replay_find_min_capacity(const struct mt_request_stream *s,
 	o.series_points = 0;
 	o.measure_latency = false;
 	o.progress = NULL;
+	o.planning = NULL;
 	uint64_t lo = (s->peak_live + g - 1) / g, top = (hi + g - 1) / g;
 	lo = lo ? lo - 1 : 0; /* below the lower bound: fails (0: no device at all) */
 	/* invariant: capacity lo * g fails (or is below the lower bound),

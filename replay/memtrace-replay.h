@@ -201,8 +201,11 @@ struct mt_policy {
 	 * without asking for stats */
 	uint64_t allocated;
 	/* offline policies: plan() returns -EINTR soon after *interrupted
-	 * becomes non-zero (NULL: never); the driver sets it before plan() */
+	 * becomes non-zero (NULL: never), and keeps in *planned (NULL: nowhere)
+	 * how many requests it has placed, as it goes, for another thread to
+	 * read; the driver sets both before plan() */
 	volatile int *interrupted;
+	uint64_t *planned;
 };
 
 /* All policies, NULL-terminated, in a stable order. */
@@ -249,6 +252,10 @@ struct mt_replay_options {
 	/* called every ~1% of events when set (see mt_replay_run_many) */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;
+	/* NULL, or called with progress_data while offline policies plan (no
+	 * event replayed yet), every ~50 ms: the requests the least advanced
+	 * plan has placed, of the stream's requests */
+	void (*planning)(void *data, uint64_t placed, uint64_t requests);
 	volatile int *interrupted;    /* stop early (SIGINT) when *interrupted != 0 */
 	mt_replay_observe_fn observe; /* NULL: none; slows the replay (tools, tests) */
 	void *observe_data;

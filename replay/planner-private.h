@@ -29,9 +29,12 @@
 /* Plans reqs[0..n) (start < end for each, as the driver builds them; n <
  * 2^31) with offsets and sizes in multiples of align (> 0): offset[i] for
  * each request (the caller's array of n), *arena the bytes the plan spans.
- * Returns 0, -ENOMEM, or -EINTR soon after *interrupted (NULL: never)
- * becomes non-zero. */
+ * *placed (NULL: none) follows the requests placed so far, every 1024 (an
+ * atomic store, for another thread to read), and is n at the end. Returns
+ * 0, -ENOMEM, or -EINTR soon after *interrupted (NULL: never) becomes
+ * non-zero, the sorts before the placements included. */
 int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_t align,
-                           volatile int *interrupted, uint64_t *offset, uint64_t *arena);
+                           volatile int *interrupted, uint64_t *placed, uint64_t *offset,
+                           uint64_t *arena);
 
 #endif /* MEMTRACE_PLANNER_PRIVATE_H */

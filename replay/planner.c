@@ -62,10 +62,17 @@ static uint64_t size_of(const struct planner *pl, size_t j)
 	return rp_round_up(bytes ? bytes : 1, pl->align);
 }
 
+static bool stopped(volatile int *interrupted)
+{
+	return interrupted && *interrupted;
+}
+
 /* Stable LSD radix sort of idx[0..n) by key[idx[i]], 8 bits a pass,
  * skipping digits that are the same in every key; *idx and *tmp may be
- * swapped (the sorted order is in *idx on return). */
-static void radix_sort(uint32_t **idx, uint32_t **tmp, size_t n, const uint64_t *key)
+ * swapped (the sorted order is in *idx on return). Returns 0, or -EINTR
+ * between two passes once *interrupted is set. */
+static int radix_sort(uint32_t **idx, uint32_t **tmp, size_t n, const uint64_t *key,
+                      volatile int *interrupted)
 {
 	static const unsigned digits = 8;
 	size_t count[8][257];
@@ -86,6 +93,8 @@ static void radix_sort(uint32_t **idx, uint32_t **tmp, size_t n, const uint64_t 
 		unsigned shift = 8 * d;
 		if (!((vary >> shift) & 0xff))
 			continue;
+		if (stopped(interrupted))
+			break;
 		for (int x = 0; x < 256; x++)
 			count[d][x + 1] += count[d][x];
 		for (size_t i = 0; i < n; i++)
@@ -96,15 +105,17 @@ static void radix_sort(uint32_t **idx, uint32_t **tmp, size_t n, const uint64_t 
 	}
 	*idx = a;
 	*tmp = b;
+	return stopped(interrupted) ? -EINTR : 0;
 }
 
 /* Ranks: first[j] the rank of j's start among all starts (ties by index),
  * past[j] the number of starts before j's end, or leaves * LEAF when that is
  * all n of them (the ranks past n hold no start, so covering them changes
  * no overlap and lets the request cover its last leaf whole). order[r] is
- * the request of rank r; key, tmp and tmp2 are scratch of n. */
-static void rank_requests(struct planner *pl, size_t n, uint32_t **order, uint32_t **tmp,
-                          uint32_t **tmp2, uint64_t *key)
+ * the request of rank r; key, tmp and tmp2 are scratch of n. Returns 0 or
+ * -EINTR (radix_sort). */
+static int rank_requests(struct planner *pl, size_t n, uint32_t **order, uint32_t **tmp,
+                         uint32_t **tmp2, uint64_t *key, volatile int *interrupted)
 {
 	const struct mt_plan_request *reqs = pl->reqs;
 	bool sorted = true;
@@ -113,8 +124,8 @@ static void rank_requests(struct planner *pl, size_t n, uint32_t **order, uint32
 		key[i] = reqs[i].start;
 		sorted &= i == 0 || reqs[i - 1].start <= reqs[i].start;
 	}
-	if (!sorted)
-		radix_sort(order, tmp, n, key);
+	if (!sorted && radix_sort(order, tmp, n, key, interrupted) < 0)
+		return -EINTR;
 	for (size_t r = 0; r < n; r++)
 		pl->first[(*order)[r]] = (uint32_t)r;
 	size_t m = 0; /* requests that end, sorted by end below */
@@ -125,7 +136,8 @@ static void rank_requests(struct planner *pl, size_t n, uint32_t **order, uint32
 		else
 			pl->past[i] = (uint32_t)n;
 	}
-	radix_sort(tmp, tmp2, m, key);
+	if (radix_sort(tmp, tmp2, m, key, interrupted) < 0)
+		return -EINTR;
 	size_t r = 0;
 	for (size_t i = 0; i < m; i++) {
 		uint32_t j = (*tmp)[i];
@@ -136,6 +148,7 @@ static void rank_requests(struct planner *pl, size_t n, uint32_t **order, uint32
 	for (size_t i = 0; i < n; i++)
 		if (pl->past[i] == n)
 			pl->past[i] = (uint32_t)(pl->leaves * LEAF);
+	return 0;
 }
 
 /* Makes room, leaf by leaf, for the requests that cover the leaf only in
@@ -265,7 +278,8 @@ static void release(struct planner *pl)
 }
 
 int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_t align,
-                           volatile int *interrupted, uint64_t *offset, uint64_t *arena)
+                           volatile int *interrupted, uint64_t *placed, uint64_t *offset,
+                           uint64_t *arena)
 {
 	struct planner pl = { .reqs = reqs, .align = align };
 	size_t cap = n ? n : 1;
@@ -281,13 +295,15 @@ int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_
 	pl.node = calloc(2 * pl.leaves, sizeof(*pl.node));
 	if (!order || !tmp || !tmp2 || !key || !pl.first || !pl.past || !pl.node)
 		goto out;
-	rank_requests(&pl, n, &order, &tmp, &tmp2, key);
+	if ((rc = rank_requests(&pl, n, &order, &tmp, &tmp2, key, interrupted)) < 0)
+		goto out;
 	free(tmp2);
 	tmp2 = NULL;
 	/* largest first; stable over the start order: earlier start first */
 	for (size_t i = 0; i < n; i++)
 		key[i] = UINT64_MAX - size_of(&pl, i);
-	radix_sort(&order, &tmp, n, key);
+	if ((rc = radix_sort(&order, &tmp, n, key, interrupted)) < 0)
+		goto out;
 	free(key);
 	key = NULL;
 	free(tmp);
@@ -297,9 +313,13 @@ int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_
 	for (size_t i = 0; i < n; i++) {
 		uint32_t q = order[i], f = pl.first[q], p = pl.past[q];
 		uint64_t at, size = size_of(&pl, q);
-		if (!(i & 1023) && interrupted && *interrupted) {
-			rc = -EINTR; /* polled like the replay loop polls it */
-			goto out;
+		if (!(i & 1023)) {
+			if (placed)
+				__atomic_store_n(placed, i, __ATOMIC_RELAXED);
+			if (stopped(interrupted)) {
+				rc = -EINTR; /* polled like the replay loop polls it */
+				goto out;
+			}
 		}
 		if ((rc = lowest_offset(&pl, f, p, size, &at)) < 0 ||
 		    (rc = mark_placed(&pl, f, p, at, at + size)) < 0)
@@ -308,6 +328,8 @@ int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_
 		if (at + size > *arena)
 			*arena = at + size;
 	}
+	if (placed)
+		__atomic_store_n(placed, n, __ATOMIC_RELAXED);
 	rc = 0;
 out:
 	release(&pl);

@@ -240,10 +240,11 @@ static void check_plan(size_t n, uint64_t life, unsigned nsizes, bool shuffled, 
 	struct mt_plan_request *r = make(n, life, nsizes, shuffled);
 	uint64_t *want = malloc((n ? n : 1) * sizeof(*want));
 	uint64_t *got = malloc((n ? n : 1) * sizeof(*got));
-	uint64_t arena = 1;
+	uint64_t arena = 1, placed = UINT64_MAX;
 	REQUIRE(want && got);
 	uint64_t want_arena = plan_plainly(r, n, align, want);
-	CHECK(rp_plan_greedy_by_size(r, n, align, NULL, got, &arena) == 0);
+	CHECK(rp_plan_greedy_by_size(r, n, align, NULL, &placed, got, &arena) == 0);
+	CHECKF(placed == n, "placed %llu of %zu", (unsigned long long)placed, n);
 	CHECKF(arena == want_arena, "n %zu life %llu: arena %llu, want %llu", n,
 	       (unsigned long long)life, (unsigned long long)arena, (unsigned long long)want_arena);
 	size_t wrong = 0;
@@ -277,7 +278,7 @@ static void test_plan_interrupted(void)
 	uint64_t *off = malloc(5000 * sizeof(*off)), arena;
 	volatile int stop = 1;
 	REQUIRE(off);
-	CHECK(rp_plan_greedy_by_size(r, 5000, 512, &stop, off, &arena) == -EINTR);
+	CHECK(rp_plan_greedy_by_size(r, 5000, 512, &stop, NULL, off, &arena) == -EINTR);
 	free(r);
 	free(off);
 }
