@@ -228,34 +228,31 @@ static int lowest_offset(struct planner *pl, uint32_t f, uint32_t p, uint64_t si
                          uint64_t *offset)
 {
 	struct extent e = extent_of(f, p);
-	size_t stack[128], lo_leaf[128], depth = 0;
+	size_t ends[2] = { e.fl, e.pl };
 	int rc = 0;
 	pl->nview = 0;
 	pl->ntimed = 0;
-	stack[depth] = 1;
-	lo_leaf[depth++] = 0;
-	while (rc == 0 && depth) {
-		size_t v = stack[--depth], x = lo_leaf[depth];
-		size_t width = pl->leaves >> (63 - __builtin_clzll(v)); /* leaves under v */
-		if (x > e.pl || x + width <= e.fl)
-			continue;
-		if (x >= e.a && x + width <= e.b) {
-			rc = add_view(pl, &pl->node[v].sub);
-			continue;
+	/* the whole leaves [a, b): their canonical nodes */
+	for (size_t l = e.a + pl->leaves, r = e.b + pl->leaves; rc == 0 && l < r; l /= 2, r /= 2) {
+		if (l & 1)
+			rc = add_view(pl, &pl->node[l++].sub);
+		if (rc == 0 && (r & 1))
+			rc = add_view(pl, &pl->node[--r].sub);
+	}
+	/* the nodes over leaf fl or pl not inside [a, b), each once */
+	for (int k = 0; rc == 0 && k < 1 + (e.pl != e.fl); k++) {
+		size_t x = ends[k];
+		if (!whole(&e, x) && pl->part_end[x] > pl->part_at[x])
+			pl->timed[pl->ntimed++] =
+			        (struct rp_timed_view){ &pl->part[pl->part_at[x]],
+				                        pl->part_end[x] - pl->part_at[x], 0, f, p };
+		for (unsigned d = 0; rc == 0 && (pl->leaves >> d) >= 1; d++) {
+			size_t lo = x >> d << d, v = (pl->leaves + x) >> d;
+			if (k == 1 && e.fl >> d == x >> d)
+				break; /* on fl's way up too */
+			if (lo < e.a || lo + ((size_t)1 << d) > e.b)
+				rc = add_view(pl, &pl->node[v].full);
 		}
-		rc = add_view(pl, &pl->node[v].full);
-		if (v >= pl->leaves) {
-			if (pl->part_end[x] > pl->part_at[x])
-				pl->timed[pl->ntimed++] =
-				        (struct rp_timed_view){ &pl->part[pl->part_at[x]],
-					                        pl->part_end[x] - pl->part_at[x], 0,
-					                        f, p };
-			continue;
-		}
-		stack[depth] = 2 * v + 1;
-		lo_leaf[depth++] = x + width / 2;
-		stack[depth] = 2 * v;
-		lo_leaf[depth++] = x;
 	}
 	if (rc == 0)
 		*offset = rp_span_lowest_gap(pl->view, pl->nview, pl->timed, pl->ntimed, size);
@@ -312,7 +309,7 @@ int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t q = order[i], f = pl.first[q], p = pl.past[q];
-		uint64_t at, size = size_of(&pl, q);
+		uint64_t at = 0, size = size_of(&pl, q);
 		if (!(i & 1023)) {
 			if (placed)
 				__atomic_store_n(placed, i, __ATOMIC_RELAXED);
