@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,34 +112,42 @@ static void skip_timed(struct rp_timed_view *v, uint64_t x, uint64_t size)
 	}
 }
 
+/* Moves at past every span of set view v that meets [at, at + size);
+ * whether there was one. */
+static bool pass_set(struct rp_span_view *v, uint64_t *at, uint64_t size)
+{
+	bool moved = false;
+	for (;;) {
+		v->at = gallop_ending_above(v->span, v->at, v->len, *at);
+		if (v->at == v->len || v->span[v->at].lo >= *at + size)
+			return moved;
+		*at = v->span[v->at++].hi;
+		moved = true;
+	}
+}
+
+/* The same for timed view v. */
+static bool pass_timed(struct rp_timed_view *v, uint64_t *at, uint64_t size)
+{
+	bool moved = false;
+	for (;;) {
+		skip_timed(v, *at, size);
+		if (v->at == v->len || v->span[v->at].lo >= *at + size)
+			return moved;
+		*at = v->span[v->at++].hi;
+		moved = true;
+	}
+}
+
 uint64_t rp_span_lowest_gap(struct rp_span_view *views, size_t k, struct rp_timed_view *timed,
                             size_t kt, uint64_t size)
 {
 	uint64_t at = 0;
 	size_t all = k + kt, clear = 0, i = 0; /* clear: views in a row free over [at, at + size) */
 	while (clear < all) {
-		uint64_t lo = UINT64_MAX, hi = 0; /* the view's first span ending above at */
-		if (i < k) {
-			struct rp_span_view *v = &views[i];
-			v->at = gallop_ending_above(v->span, v->at, v->len, at);
-			if (v->at < v->len) {
-				lo = v->span[v->at].lo;
-				hi = v->span[v->at].hi;
-			}
-		} else {
-			struct rp_timed_view *v = &timed[i - k];
-			skip_timed(v, at, size);
-			if (v->at < v->len) {
-				lo = v->span[v->at].lo;
-				hi = v->span[v->at].hi;
-			}
-		}
-		if (lo < at + size) {
-			at = hi; /* past this span; look at this view again */
-			clear = 0;
-			continue;
-		}
-		clear++;
+		bool moved = i < k ? pass_set(&views[i], &at, size)
+		                   : pass_timed(&timed[i - k], &at, size);
+		clear = moved ? 1 : clear + 1; /* this one is free at the new at */
 		i = i + 1 < all ? i + 1 : 0;
 	}
 	return at;
