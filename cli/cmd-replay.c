@@ -605,7 +605,11 @@ int cli_cmd_replay(int argc, char **argv)
 		mt_reader_free(reader);
 		return cli_usage_error(CMD, "--device: %s", err);
 	}
-	int lrc = mt_request_stream_load(&s, reader, row, err, sizeof(err));
+	bool offline = false; /* then the load keeps the lifetimes: one pass less */
+	for (size_t i = 0; i < n; i++)
+		offline |= mt_policy_spec_offline(specs[i]);
+	int lrc = offline ? mt_request_stream_load_with_lifetimes(&s, reader, row, err, sizeof(err))
+	                  : mt_request_stream_load(&s, reader, row, err, sizeof(err));
 	if (lrc == 0) {
 		struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
 		struct mt_query q = { .device = mt_request_stream_device(s) };

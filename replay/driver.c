@@ -355,14 +355,6 @@ static void *run_one(void *arg)
 	return NULL;
 }
 
-static bool offline(const char *spec)
-{
-	char name[64];
-	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
-	const struct mt_policy_ops *ops = mt_policy_find(name);
-	return ops && (ops->flags & MT_POLICY_OFFLINE);
-}
-
 /* Runs the replays on threads of their own, telling opts[0].progress (on
  * this thread) how far the slowest has come, and opts[0].planning how far
  * the least advanced plan has, while no event is replayed. */
@@ -412,7 +404,8 @@ static int run_threads(struct run *runs, size_t n, char *err, size_t errlen)
 int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay_options *opts,
                        size_t n, struct mt_replay_result *res, int *rcs, char *errs, size_t errlen)
 {
-	struct mt_plan_request *lifetimes = NULL;
+	const struct mt_plan_request *lifetimes = s->lifetimes; /* kept by the load, or read here */
+	struct mt_plan_request *read = NULL;
 	struct run *runs = calloc(n ? n : 1, sizeof(*runs));
 	struct rp_feed *feed = NULL;
 	bool any_offline = false, any_cuda = false;
@@ -427,7 +420,7 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 		snprintf(res[i].backend, sizeof(res[i].backend), "%s",
 		         opts[i].backend == MT_BACKEND_CUDA ? "cuda" : "sim");
 		res[i].peak_allocated = s->peak_live;
-		bool off = offline(opts[i].policy);
+		bool off = mt_policy_spec_offline(opts[i].policy);
 		any_offline |= off;
 		any_cuda |= opts[i].backend == MT_BACKEND_CUDA;
 		if (r)
@@ -447,8 +440,9 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 		free(runs);
 		goto out;
 	}
-	if (rc == 0 && any_offline)
-		rc = rp_request_stream_lifetimes(s, &opts[0], &lifetimes, errs, errlen);
+	if (rc == 0 && any_offline && !lifetimes &&
+	    (rc = rp_request_stream_lifetimes(s, &opts[0], &read, errs, errlen)) == 0)
+		lifetimes = read;
 	if (rc == 0 && s->reader && n)
 		rc = rp_feed_start(&feed, s, (unsigned)n, opts[0].interrupted, errs, errlen);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -476,7 +470,7 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 				snprintf(errs + i * errlen, errlen, "%s", errs);
 		}
 	}
-	free(lifetimes);
+	free(read);
 	free(runs);
 out:
 	for (size_t i = 0; i < n; i++)

@@ -212,6 +212,9 @@ struct mt_policy {
 const struct mt_policy_ops *const *mt_policy_list(void);
 /* The policy with this name, or NULL. */
 const struct mt_policy_ops *mt_policy_find(const char *name);
+/* Whether the policy a spec ("NAME" or "NAME:params") names plans from
+ * every lifetime first (MT_POLICY_OFFLINE); false for an unknown one. */
+bool mt_policy_spec_offline(const char *spec);
 
 /* Creates a policy from a spec "NAME" or "NAME:key=value,key=value". */
 int mt_policy_create(struct mt_policy **out, const char *spec, struct mt_backend *b, char *err,
@@ -335,6 +338,11 @@ struct mt_request_stream;
  * open while the stream is used, by one thread at a time. */
 int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
                            char *err, size_t errlen);
+/* mt_request_stream_load, keeping besides every request's lifetime (16
+ * bytes a request) for the replays of offline policies, which then need
+ * no pass of their own over the trace to read them. */
+int mt_request_stream_load_with_lifetimes(struct mt_request_stream **out, struct mt_reader *r,
+                                          uint32_t device, char *err, size_t errlen);
 /* Builds a stream from alloc/free events given in recorded order (as the
  * reader yields them), keeping those of `layer`, with the rules of
  * mt_request_stream_load. Its steps stay in memory (32 bytes an event).
