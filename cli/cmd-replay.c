@@ -608,6 +608,12 @@ int cli_cmd_replay(int argc, char **argv)
 	bool offline = false; /* then the load keeps the lifetimes: one pass less */
 	for (size_t i = 0; i < n; i++)
 		offline |= mt_policy_spec_offline(specs[i]);
+	/* the capacity is read on a thread of its own while the stream loads */
+	struct cli_capacity_job job;
+	uint32_t dev = row;
+	bool early = (dev || mt_request_stream_first_device(reader, &dev) == 0) && dev &&
+	             cli_capacity_start(&job, path, dev, ctx.limit_arg, limit,
+	                                kind == MT_BACKEND_CUDA) == 0;
 	int lrc = offline ? mt_request_stream_load_with_lifetimes(&s, reader, row, err, sizeof(err))
 	                  : mt_request_stream_load(&s, reader, row, err, sizeof(err));
 	if (lrc == 0) {
@@ -618,9 +624,15 @@ int cli_cmd_replay(int argc, char **argv)
 		else
 			ctx.failed = st[MT_EVENT_ALLOC_FAILED].events;
 	}
-	if (lrc == 0)
+	if (early) {
+		char cerr[256];
+		int crc = cli_capacity_finish(&job, &ctx.capacity, cerr, sizeof(cerr));
+		if (lrc == 0 && (lrc = crc) < 0)
+			snprintf(err, sizeof(err), "%s", cerr);
+	} else if (lrc == 0) {
 		lrc = cli_capacity_choose(reader, mt_request_stream_device(s), ctx.limit_arg, limit,
 		                          kind == MT_BACKEND_CUDA, &ctx.capacity, err, sizeof(err));
+	}
 	if (lrc < 0) {
 		sigaction(SIGINT, &old, NULL);
 		mt_request_stream_free(s);

@@ -338,6 +338,9 @@ struct mt_request_stream;
  * open while the stream is used, by one thread at a time. */
 int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
                            char *err, size_t errlen);
+/* The device a load with device 0 takes: the first (in id order) with
+ * alloc events, 0 when none. Returns 0 or the reader's negative errno. */
+int mt_request_stream_first_device(struct mt_reader *r, uint32_t *device);
 /* mt_request_stream_load, keeping besides every request's lifetime (16
  * bytes a request) for the replays of offline policies, which then need
  * no pass of their own over the trace to read them. */

@@ -277,8 +277,7 @@ int mt_request_stream_from_events(struct mt_request_stream **out, const struct m
 
 /* ---- loading a trace ---- */
 
-/* The first device (in id order) with alloc events, or 0. */
-static int first_device(struct mt_reader *r, uint32_t *device)
+int mt_request_stream_first_device(struct mt_reader *r, uint32_t *device)
 {
 	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
 	for (size_t i = 0; i < mt_reader_device_count(r); i++) {
@@ -370,7 +369,7 @@ static int load(struct mt_request_stream **out, struct mt_reader *r, uint32_t de
 	struct summary sum;
 	int rc = mt_reader_request_layer(r, &layer);
 	if (rc == 0 && !device)
-		rc = first_device(r, &device);
+		rc = mt_request_stream_first_device(r, &device);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s", mt_reader_message(r));
 		return rc;
