@@ -388,7 +388,8 @@ static void release_deferred(struct placer *w)
 /* Places every request in order: segment by segment, those left and right
  * of the leaf boundary nearest the middle rank on two threads (this one
  * and one started here), each request over the boundary between two
- * segments, on this thread alone. */
+ * segments, on this thread alone. Returns 0, a negative errno, or 1 when
+ * no thread could be started (nothing placed). */
 static int place_all(struct planner *pl, size_t n, struct placer *left, uint8_t *side,
                      volatile int *interrupted, uint64_t *placed)
 {
@@ -413,7 +414,8 @@ static int place_all(struct planner *pl, size_t n, struct placer *left, uint8_t 
 	pthread_mutex_init(&c.lock, NULL);
 	pthread_cond_init(&c.cond, NULL);
 	if (pthread_create(&t, NULL, right_half, &c) != 0) {
-		rc = -ENOMEM;
+		left->shared = 0;
+		rc = 1; /* nothing placed: the caller places all on one thread */
 		goto out;
 	}
 	for (size_t i = 0; rc == 0 && i < n;) {
@@ -497,9 +499,8 @@ int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (pl.leaves >= 2) {
-		rc = place_all(&pl, n, &w, side, interrupted, placed);
-	} else {
+	rc = pl.leaves >= 2 ? place_all(&pl, n, &w, side, interrupted, placed) : 1;
+	if (rc == 1) { /* one leaf, or no second thread: all on this one */
 		struct crew c = {
 			.to = n, .side = side, .interrupted = interrupted, .placed = placed
 		};
