@@ -206,12 +206,13 @@ static json_t *result_json(const struct outcome *o, const struct run_context *ct
 
 /* Progress on a terminal (stderr) once a replay has run for a second:
  * events done, events per second, time left; while offline policies
- * prepare (no event replayed yet), the time so far. Redrawn ten times a
- * second. */
+ * prepare (no event replayed yet), the time so far, and once they plan,
+ * the requests placed. Redrawn ten times a second. */
 struct progress {
 	const char *what;
 	uint64_t start_ns, last_ns;
 	uint64_t zero_ns; /* last told 0 events done (preparing): the rate counts from there */
+	uint64_t placed, requests; /* planning: 0 requests before it starts */
 	bool tty, drawn;
 };
 
@@ -249,7 +250,13 @@ static void progress(void *data, uint64_t done, uint64_t total)
 		return;
 	p->last_ns = now;
 	p->drawn = true;
-	if (!done) /* offline policies: reading lifetimes, planning */
+	if (!done && p->requests) /* offline policies: planning */
+		fprintf(stderr,
+		        "\r\033[K%s: 0 of %s events, planning: %s of %s requests placed, %s",
+		        p->what, count(total, b, sizeof(b)), count(p->placed, a, sizeof(a)),
+		        count(p->requests, c, sizeof(c)),
+		        mt_duration_format(now - p->start_ns, d, sizeof(d)));
+	else if (!done) /* offline policies: reading lifetimes */
 		fprintf(stderr, "\r\033[K%s: 0 of %s events, preparing for %s", p->what,
 		        count(total, b, sizeof(b)),
 		        mt_duration_format(now - p->start_ns, d, sizeof(d)));
@@ -260,6 +267,13 @@ static void progress(void *data, uint64_t done, uint64_t total)
 		        mt_duration_format((uint64_t)((double)(total - done) / rate * 1e9), d,
 		                           sizeof(d)));
 	fflush(stderr);
+}
+
+static void planning(void *data, uint64_t placed, uint64_t requests)
+{
+	struct progress *p = data;
+	p->placed = placed;
+	p->requests = requests;
 }
 
 static void progress_start(struct progress *p, const char *what)
@@ -319,6 +333,7 @@ static int run_all(const struct mt_request_stream *s, const struct mt_replay_opt
 		opts[i] = *base;
 		opts[i].policy = out[i].spec;
 		opts[i].progress = progress;
+		opts[i].planning = planning;
 		opts[i].progress_data = &prog;
 		cli_fragmentation_probe(&opts[i], &out[i].frag);
 	}
@@ -329,6 +344,7 @@ static int run_all(const struct mt_request_stream *s, const struct mt_replay_opt
 	}
 	for (size_t i = 0; rc == 0 && find_min_capacity && i < n; i++) {
 		opts[i].progress = NULL;
+		opts[i].planning = NULL;
 		opts[i].at_peak = NULL;
 		rc = rcs[i] = find_min(s, &opts[i], &out[i], errs + i * 256, 256);
 	}
@@ -595,7 +611,17 @@ int cli_cmd_replay(int argc, char **argv)
 		mt_reader_free(reader);
 		return cli_usage_error(CMD, "--device: %s", err);
 	}
-	int lrc = mt_request_stream_load(&s, reader, row, err, sizeof(err));
+	bool offline = false; /* then the load keeps the lifetimes: one pass less */
+	for (size_t i = 0; i < n; i++)
+		offline |= mt_policy_spec_offline(specs[i]);
+	/* the capacity is read on a thread of its own while the stream loads */
+	struct cli_capacity_job job;
+	uint32_t dev = row;
+	bool early = (dev || mt_request_stream_first_device(reader, &dev) == 0) && dev &&
+	             cli_capacity_start(&job, path, dev, ctx.limit_arg, limit,
+	                                kind == MT_BACKEND_CUDA) == 0;
+	int lrc = offline ? mt_request_stream_load_with_lifetimes(&s, reader, row, err, sizeof(err))
+	                  : mt_request_stream_load(&s, reader, row, err, sizeof(err));
 	if (lrc == 0) {
 		struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
 		struct mt_query q = { .device = mt_request_stream_device(s) };
@@ -604,9 +630,15 @@ int cli_cmd_replay(int argc, char **argv)
 		else
 			ctx.failed = st[MT_EVENT_ALLOC_FAILED].events;
 	}
-	if (lrc == 0)
+	if (early) {
+		char cerr[256];
+		int crc = cli_capacity_finish(&job, &ctx.capacity, cerr, sizeof(cerr));
+		if (lrc == 0 && (lrc = crc) < 0)
+			snprintf(err, sizeof(err), "%s", cerr);
+	} else if (lrc == 0) {
 		lrc = cli_capacity_choose(reader, mt_request_stream_device(s), ctx.limit_arg, limit,
 		                          kind == MT_BACKEND_CUDA, &ctx.capacity, err, sizeof(err));
+	}
 	if (lrc < 0) {
 		sigaction(SIGINT, &old, NULL);
 		mt_request_stream_free(s);

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "replay-capacity.h"
 
@@ -72,4 +73,37 @@ json_t *cli_capacity_json(const struct cli_capacity *c)
 	                                                    : 0))
 	                : json_null());
 	return j;
+}
+
+static void *capacity_thread(void *arg)
+{
+	struct cli_capacity_job *j = arg;
+	struct mt_reader *r = mt_reader_new();
+	j->rc = r ? mt_reader_open(r, j->path) : -1;
+	if (j->rc < 0)
+		snprintf(j->err, sizeof(j->err), "%s", r ? mt_reader_message(r) : "out of memory");
+	else
+		j->rc = cli_capacity_choose(r, j->device, j->limit_arg, j->limit, j->cuda, &j->c,
+		                            j->err, sizeof(j->err));
+	mt_reader_free(r);
+	return NULL;
+}
+
+int cli_capacity_start(struct cli_capacity_job *j, const char *path, uint32_t device,
+                       const char *limit_arg, uint64_t limit, bool cuda)
+{
+	*j = (struct cli_capacity_job){
+		.path = path, .limit_arg = limit_arg, .device = device, .limit = limit, .cuda = cuda
+	};
+	return pthread_create(&j->thread, NULL, capacity_thread, j) == 0 ? 0 : -1;
+}
+
+int cli_capacity_finish(struct cli_capacity_job *j, struct cli_capacity *c, char *err,
+                        size_t errlen)
+{
+	pthread_join(j->thread, NULL);
+	*c = j->c;
+	if (j->rc < 0)
+		snprintf(err, errlen, "%s", j->err);
+	return j->rc;
 }

@@ -7,6 +7,7 @@
 #ifndef MEMTRACE_CLI_REPLAY_CAPACITY_H
 #define MEMTRACE_CLI_REPLAY_CAPACITY_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,6 +35,26 @@ struct cli_capacity {
  * negative errno with a message in err (the trace could not be read). */
 int cli_capacity_choose(struct mt_reader *r, uint32_t device, const char *limit_arg, uint64_t limit,
                         bool cuda, struct cli_capacity *c, char *err, size_t errlen);
+
+/* cli_capacity_choose on a reader of its own over the trace at path, on a
+ * thread, while the caller reads the trace too (loads the stream): on two
+ * cores the two passes take the time of one. cli_capacity_start returns 0
+ * or -1 (no thread: nothing started); cli_capacity_finish waits for the
+ * thread and returns what cli_capacity_choose returned. */
+struct cli_capacity_job {
+	const char *path, *limit_arg;
+	uint32_t device;
+	uint64_t limit;
+	bool cuda;
+	struct cli_capacity c;
+	char err[256];
+	int rc;
+	pthread_t thread;
+};
+int cli_capacity_start(struct cli_capacity_job *j, const char *path, uint32_t device,
+                       const char *limit_arg, uint64_t limit, bool cuda);
+int cli_capacity_finish(struct cli_capacity_job *j, struct cli_capacity *c, char *err,
+                        size_t errlen);
 
 /* {"bytes", "source": "limit"|"recorded"|"none", "description",
  * "device_total", "context_bytes", "outside_bytes" (without the driver's

@@ -50,6 +50,8 @@ struct run {
 	struct rp_feed *feed;                    /* the shared pass, or NULL: a cursor */
 	unsigned id;                             /* its consumer number in the feed */
 	bool report;                             /* calls opt->progress itself */
+	bool offline;                            /* its policy plans first */
+	uint64_t planned;                        /* requests its plan has placed so far */
 	struct rp_cursor *cursor;
 	struct mt_backend *b;
 	struct mt_policy *p;
@@ -315,6 +317,7 @@ static int setup(struct run *r)
 	if (!r->feed && (rc = rp_cursor_open(s, &r->cursor, r->err, r->errlen)) < 0)
 		return rc;
 	r->p->interrupted = opt->interrupted;
+	r->p->planned = &r->planned;
 	if ((r->p->ops->flags & MT_POLICY_OFFLINE) &&
 	    (rc = r->p->ops->plan(r->p, r->lifetimes, s->requests)) < 0)
 		return fail(r, rc, 0, rc == -EINTR ? "interrupted" : "planning failed");
@@ -362,16 +365,9 @@ static void *run_one(void *arg)
 	return NULL;
 }
 
-static bool offline(const char *spec)
-{
-	char name[64];
-	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
-	const struct mt_policy_ops *ops = mt_policy_find(name);
-	return ops && (ops->flags & MT_POLICY_OFFLINE);
-}
-
 /* Runs the replays on threads of their own, telling opts[0].progress (on
- * this thread) how far the slowest has come. */
+ * this thread) how far the slowest has come, and opts[0].planning how far
+ * the least advanced plan has, while no event is replayed. */
 static int run_threads(struct run *runs, size_t n, char *err, size_t errlen)
 {
 	const struct mt_replay_options *opt = runs[0].opt;
@@ -390,15 +386,20 @@ static int run_threads(struct run *runs, size_t n, char *err, size_t errlen)
 		}
 	}
 	for (bool all = false; !all && rc == 0;) {
-		uint64_t done = UINT64_MAX;
+		uint64_t done = UINT64_MAX, placed = UINT64_MAX;
 		all = true;
 		for (size_t i = 0; i < n; i++) {
 			if (__atomic_load_n(&runs[i].finished, __ATOMIC_ACQUIRE))
 				continue;
 			uint64_t e = __atomic_load_n(&runs[i].res->events, __ATOMIC_RELAXED);
+			uint64_t q = __atomic_load_n(&runs[i].planned, __ATOMIC_RELAXED);
 			all = false;
 			done = e < done ? e : done;
+			if (runs[i].offline && !e && q < placed)
+				placed = q;
 		}
+		if (!all && !done && placed != UINT64_MAX && opt->planning)
+			opt->planning(opt->progress_data, placed, runs[0].s->requests);
 		if (!all && opt->progress)
 			opt->progress(opt->progress_data, done, runs[0].s->nevents);
 		if (!all)
@@ -413,7 +414,8 @@ static int run_threads(struct run *runs, size_t n, char *err, size_t errlen)
 int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay_options *opts,
                        size_t n, struct mt_replay_result *res, int *rcs, char *errs, size_t errlen)
 {
-	struct mt_plan_request *lifetimes = NULL;
+	const struct mt_plan_request *lifetimes = s->lifetimes; /* kept by the load, or read here */
+	struct mt_plan_request *read = NULL;
 	struct run *runs = calloc(n ? n : 1, sizeof(*runs));
 	struct rp_feed *feed = NULL;
 	bool any_offline = false, any_cuda = false;
@@ -428,13 +430,15 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 		snprintf(res[i].backend, sizeof(res[i].backend), "%s",
 		         opts[i].backend == MT_BACKEND_CUDA ? "cuda" : "sim");
 		res[i].peak_allocated = s->peak_live;
-		any_offline |= offline(opts[i].policy);
+		bool off = mt_policy_spec_offline(opts[i].policy);
+		any_offline |= off;
 		any_cuda |= opts[i].backend == MT_BACKEND_CUDA;
 		if (r)
 			*r = (struct run){ .s = s,
 				           .opt = &opts[i],
 				           .res = &res[i],
 				           .id = (unsigned)i,
+				           .offline = off,
 				           .err = errs + i * errlen,
 				           .errlen = errlen };
 	}
@@ -446,8 +450,9 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 		free(runs);
 		goto out;
 	}
-	if (rc == 0 && any_offline)
-		rc = rp_request_stream_lifetimes(s, &opts[0], &lifetimes, errs, errlen);
+	if (rc == 0 && any_offline && !lifetimes &&
+	    (rc = rp_request_stream_lifetimes(s, &opts[0], &read, errs, errlen)) == 0)
+		lifetimes = read;
 	if (rc == 0 && s->reader && n)
 		rc = rp_feed_start(&feed, s, (unsigned)n, opts[0].interrupted, errs, errlen);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -475,7 +480,7 @@ int mt_replay_run_many(const struct mt_request_stream *s, const struct mt_replay
 				snprintf(errs + i * errlen, errlen, "%s", errs);
 		}
 	}
-	free(lifetimes);
+	free(read);
 	free(runs);
 out:
 	for (size_t i = 0; i < n; i++)
@@ -510,6 +515,7 @@ int mt_replay_find_min_capacity(const struct mt_request_stream *s,
 	o.series_points = 0;
 	o.measure_latency = false;
 	o.progress = NULL;
+	o.planning = NULL;
 	uint64_t lo = (s->peak_live + g - 1) / g, top = (hi + g - 1) / g;
 	lo = lo ? lo - 1 : 0; /* below the lower bound: fails (0: no device at all) */
 	/* invariant: capacity lo * g fails (or is below the lower bound),

@@ -210,14 +210,20 @@ struct mt_policy {
 	 * without asking for stats */
 	uint64_t allocated;
 	/* offline policies: plan() returns -EINTR soon after *interrupted
-	 * becomes non-zero (NULL: never); the driver sets it before plan() */
+	 * becomes non-zero (NULL: never), and keeps in *planned (NULL: nowhere)
+	 * how many requests it has placed, as it goes, for another thread to
+	 * read; the driver sets both before plan() */
 	volatile int *interrupted;
+	uint64_t *planned;
 };
 
 /* All policies, NULL-terminated, in a stable order. */
 const struct mt_policy_ops *const *mt_policy_list(void);
 /* The policy with this name, or NULL. */
 const struct mt_policy_ops *mt_policy_find(const char *name);
+/* Whether the policy a spec ("NAME" or "NAME:params") names plans from
+ * every lifetime first (MT_POLICY_OFFLINE); false for an unknown one. */
+bool mt_policy_spec_offline(const char *spec);
 
 /* Creates a policy from a spec "NAME" or "NAME:key=value,key=value". */
 int mt_policy_create(struct mt_policy **out, const char *spec, struct mt_backend *b, char *err,
@@ -258,6 +264,10 @@ struct mt_replay_options {
 	/* called every ~1% of events when set (see mt_replay_run_many) */
 	void (*progress)(void *data, uint64_t done, uint64_t total);
 	void *progress_data;
+	/* NULL, or called with progress_data while offline policies plan (no
+	 * event replayed yet), every ~50 ms: the requests the least advanced
+	 * plan has placed, of the stream's requests */
+	void (*planning)(void *data, uint64_t placed, uint64_t requests);
 	volatile int *interrupted;    /* stop early (SIGINT) when *interrupted != 0 */
 	mt_replay_observe_fn observe; /* NULL: none; slows the replay (tools, tests) */
 	void *observe_data;
@@ -337,6 +347,14 @@ struct mt_request_stream;
  * open while the stream is used, by one thread at a time. */
 int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
                            char *err, size_t errlen);
+/* The device a load with device 0 takes: the first (in id order) with
+ * alloc events, 0 when none. Returns 0 or the reader's negative errno. */
+int mt_request_stream_first_device(struct mt_reader *r, uint32_t *device);
+/* mt_request_stream_load, keeping besides every request's lifetime (16
+ * bytes a request) for the replays of offline policies, which then need
+ * no pass of their own over the trace to read them. */
+int mt_request_stream_load_with_lifetimes(struct mt_request_stream **out, struct mt_reader *r,
+                                          uint32_t device, char *err, size_t errlen);
 /* Builds a stream from alloc/free events given in recorded order (as the
  * reader yields them), keeping those of `layer`, with the rules of
  * mt_request_stream_load. Its steps stay in memory (32 bytes an event).

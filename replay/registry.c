@@ -64,3 +64,11 @@ void mt_policy_destroy(struct mt_policy *p)
 	if (p)
 		p->ops->destroy(p);
 }
+
+bool mt_policy_spec_offline(const char *spec)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
+	const struct mt_policy_ops *ops = mt_policy_find(name);
+	return ops && (ops->flags & MT_POLICY_OFFLINE);
+}

@@ -50,6 +50,9 @@ struct mt_request_stream {
 	struct rp_step *steps;
 	struct mt_reader *reader;
 	unsigned layer;
+	/* every request's lifetime, by request number, when loaded with them
+	 * (mt_request_stream_load_with_lifetimes); else NULL */
+	struct mt_plan_request *lifetimes;
 };
 
 /* A pass over a stream's steps, in replay order. */
@@ -72,7 +75,8 @@ void rp_cursor_close(struct rp_cursor *c);
 #define RP_CHUNK_STEPS 16384
 
 /* Every lifetime of the stream as positions in replay order, indexed by
- * request number (one pass; malloc'd, s->requests of them). opt (NULL:
+ * request number (one pass; malloc'd, s->requests of them; the driver
+ * takes s->lifetimes instead when the load kept them). opt (NULL:
  * none) is the replay's: the pass stops with -EINTR once *opt->interrupted
  * is set, and calls opt->progress with 0 events done as it goes (nothing
  * is replayed yet). Returns 0 or a negative errno (message in err). */

@@ -194,13 +194,34 @@ static void builder_release(struct builder *bd)
 struct summary {
 	struct mt_request_stream *s;
 	uint64_t live;
+	bool lifetimes; /* kept in s->lifetimes (room for cap) */
+	size_t cap;
 };
 
-static void summarize(struct summary *sum, const struct rp_step *steps, size_t n)
+/* Notes the lifetime step st, at this position, gives its request. */
+static int note_lifetime(struct summary *sum, const struct rp_step *st, uint64_t pos)
+{
+	struct mt_request_stream *s = sum->s;
+	size_t q = RP_STEP_REQUEST(st->code);
+	if (RP_STEP_IS_FREE(st->code)) {
+		s->lifetimes[q].end = (uint32_t)pos;
+		return 0;
+	}
+	/* requests are numbered in alloc order, and their allocs come in it */
+	if (q >= sum->cap &&
+	    mt_array_grow((void **)&s->lifetimes, &sum->cap, q, sizeof(*s->lifetimes)) < 0)
+		return -ENOMEM;
+	s->lifetimes[q] = (struct mt_plan_request){ (uint32_t)pos, UINT32_MAX, st->bytes };
+	return 0;
+}
+
+static int summarize(struct summary *sum, const struct rp_step *steps, size_t n)
 {
 	struct mt_request_stream *s = sum->s;
 	for (size_t i = 0; i < n; i++) {
 		const struct rp_step *st = &steps[i];
+		if (sum->lifetimes && note_lifetime(sum, st, s->nevents) < 0)
+			return -ENOMEM;
 		if (!s->nevents++)
 			s->t0 = st->ts;
 		if (RP_STEP_IS_FREE(st->code)) {
@@ -213,15 +234,15 @@ static void summarize(struct summary *sum, const struct rp_step *steps, size_t n
 	}
 	if (n)
 		s->t1 = steps[n - 1].ts;
+	return 0;
 }
 
 /* Ends a summarised pass: applies the remaining delayed frees. */
 static int finish_summary(struct builder *bd, struct summary *sum)
 {
 	int rc = flush_pending(bd, UINT64_MAX);
-	if (rc < 0)
+	if (rc < 0 || (rc = summarize(sum, bd->out, bd->nout)) < 0)
 		return rc;
-	summarize(sum, bd->out, bd->nout);
 	sum->s->requests = bd->requests;
 	sum->s->slots = (uint32_t)bd->nslots;
 	return 0;
@@ -232,7 +253,7 @@ int mt_request_stream_from_events(struct mt_request_stream **out, const struct m
 {
 	struct builder bd = { .layer = layer };
 	struct mt_request_stream *s = calloc(1, sizeof(*s));
-	struct summary sum = { s, 0 };
+	struct summary sum = { s, 0, false, 0 };
 	int rc = s ? 0 : -ENOMEM;
 	if (s)
 		s->layer = layer;
@@ -256,8 +277,7 @@ int mt_request_stream_from_events(struct mt_request_stream **out, const struct m
 
 /* ---- loading a trace ---- */
 
-/* The first device (in id order) with alloc events, or 0. */
-static int first_device(struct mt_reader *r, uint32_t *device)
+int mt_request_stream_first_device(struct mt_reader *r, uint32_t *device)
 {
 	struct mt_kind_stats st[MT_EVENT_KIND_MAX + 1];
 	for (size_t i = 0; i < mt_reader_device_count(r); i++) {
@@ -338,8 +358,8 @@ static int reader_fail(struct mt_reader *r, int rc, char *err, size_t errlen)
 	return rc;
 }
 
-int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
-                           char *err, size_t errlen)
+static int load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
+                bool lifetimes, char *err, size_t errlen)
 {
 	unsigned layer;
 	struct mt_iter *it = NULL;
@@ -349,7 +369,7 @@ int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, 
 	struct summary sum;
 	int rc = mt_reader_request_layer(r, &layer);
 	if (rc == 0 && !device)
-		rc = first_device(r, &device);
+		rc = mt_request_stream_first_device(r, &device);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s", mt_reader_message(r));
 		return rc;
@@ -365,7 +385,7 @@ int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, 
 	s->device = device;
 	s->reader = r;
 	s->layer = layer;
-	sum = (struct summary){ s, 0 };
+	sum = (struct summary){ s, 0, lifetimes, 0 };
 	bd.layer = layer;
 	if ((rc = open_events(s, &it)) < 0)
 		goto fail;
@@ -373,12 +393,17 @@ int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, 
 		if ((rc = builder_add(&bd, &ev)) < 0 || (rc = note_segment(s, &ev)) < 0)
 			goto fail;
 		if (bd.nout >= RP_CHUNK_STEPS) {
-			summarize(&sum, bd.out, bd.nout);
+			if ((rc = summarize(&sum, bd.out, bd.nout)) < 0)
+				goto fail;
 			bd.nout = 0;
 		}
 	}
 	if (rc < 0 || (rc = finish_summary(&bd, &sum)) < 0 || (rc = load_iterations(r, s)) < 0)
 		goto fail;
+	if (s->lifetimes && s->requests < sum.cap) { /* to fit */
+		void *fit = realloc(s->lifetimes, s->requests * sizeof(*s->lifetimes));
+		s->lifetimes = fit ? fit : s->lifetimes;
+	}
 	mt_iter_free(it);
 	builder_release(&bd);
 	*out = s;
@@ -388,6 +413,18 @@ fail:
 	builder_release(&bd);
 	mt_request_stream_free(s);
 	return reader_fail(r, rc, err, errlen);
+}
+
+int mt_request_stream_load(struct mt_request_stream **out, struct mt_reader *r, uint32_t device,
+                           char *err, size_t errlen)
+{
+	return load(out, r, device, false, err, errlen);
+}
+
+int mt_request_stream_load_with_lifetimes(struct mt_request_stream **out, struct mt_reader *r,
+                                          uint32_t device, char *err, size_t errlen)
+{
+	return load(out, r, device, true, err, errlen);
 }
 
 /* ---- cursors ---- */
@@ -528,6 +565,7 @@ void mt_request_stream_free(struct mt_request_stream *s)
 	if (!s)
 		return;
 	free(s->steps);
+	free(s->lifetimes);
 	free(s->iteration_ts);
 	free(s->segments);
 	free(s);

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,20 +86,69 @@ void rp_span_set_release(struct rp_span_set *s)
 	*s = (struct rp_span_set){ 0 };
 }
 
-uint64_t rp_span_lowest_gap(struct rp_span_view *views, size_t k, uint64_t size)
+void rp_timed_insert(struct rp_timed_span *list, size_t len, const struct rp_timed_span *e)
+{
+	size_t a = 0, b = len;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (list[mid].lo <= e->lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	memmove(&list[a + 1], &list[a], (len - a) * sizeof(*list));
+	list[a] = *e;
+}
+
+/* Moves v's cursor past the spans below x + size that do not matter at x
+ * (over other times, or ending by x); the span it stops at, if any, meets
+ * [x, x + size) when its lo is below x + size. */
+static void skip_timed(struct rp_timed_view *v, uint64_t x, uint64_t size)
+{
+	for (; v->at < v->len; v->at++) {
+		const struct rp_timed_span *e = &v->span[v->at];
+		if (e->lo >= x + size || (e->hi > x && e->first < v->past && e->past > v->first))
+			return;
+	}
+}
+
+/* Moves at past every span of set view v that meets [at, at + size);
+ * whether there was one. */
+static bool pass_set(struct rp_span_view *v, uint64_t *at, uint64_t size)
+{
+	bool moved = false;
+	for (;;) {
+		v->at = gallop_ending_above(v->span, v->at, v->len, *at);
+		if (v->at == v->len || v->span[v->at].lo >= *at + size)
+			return moved;
+		*at = v->span[v->at++].hi;
+		moved = true;
+	}
+}
+
+/* The same for timed view v. */
+static bool pass_timed(struct rp_timed_view *v, uint64_t *at, uint64_t size)
+{
+	bool moved = false;
+	for (;;) {
+		skip_timed(v, *at, size);
+		if (v->at == v->len || v->span[v->at].lo >= *at + size)
+			return moved;
+		*at = v->span[v->at++].hi;
+		moved = true;
+	}
+}
+
+uint64_t rp_span_lowest_gap(struct rp_span_view *views, size_t k, struct rp_timed_view *timed,
+                            size_t kt, uint64_t size)
 {
 	uint64_t at = 0;
-	size_t clear = 0, i = 0; /* clear: views in a row that have nothing in [at, at + size) */
-	while (clear < k) {
-		struct rp_span_view *v = &views[i];
-		v->at = gallop_ending_above(v->span, v->at, v->len, at);
-		if (v->at < v->len && v->span[v->at].lo < at + size) {
-			at = v->span[v->at++].hi; /* past this run; look at this view again */
-			clear = 0;
-			continue;
-		}
-		clear++;
-		i = i + 1 < k ? i + 1 : 0;
+	size_t all = k + kt, clear = 0, i = 0; /* clear: views in a row free over [at, at + size) */
+	while (clear < all) {
+		bool moved = i < k ? pass_set(&views[i], &at, size)
+		                   : pass_timed(&timed[i - k], &at, size);
+		clear = moved ? 1 : clear + 1; /* this one is free at the new at */
+		i = i + 1 < all ? i + 1 : 0;
 	}
 	return at;
 }

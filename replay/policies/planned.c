@@ -69,8 +69,8 @@ static int planned_plan(struct mt_policy *pol, const struct mt_plan_request *req
 	p->arena_bytes = 0;
 	if (!(p->offset = malloc((n ? n : 1) * sizeof(uint64_t))))
 		return -ENOMEM;
-	int rc = rp_plan_greedy_by_size(reqs, n, p->align, p->base.interrupted, p->offset,
-	                                &p->arena_bytes);
+	int rc = rp_plan_greedy_by_size(reqs, n, p->align, p->base.interrupted, p->base.planned,
+	                                p->offset, &p->arena_bytes);
 	if (rc == 0)
 		p->n = n;
 	return rc;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "memtrace-replay.h"
+#include "request-stream-private.h"
 #include "tap.h"
 
 #define LINE 256
@@ -90,6 +91,18 @@ static void one_trace(void)
 		figures(name, s, (*p)->name, 0);
 		figures(name, s, (*p)->name, (bound + g - 1) / g * g);
 	}
+	/* the lifetimes a load keeps for offline policies are those their own
+	 * pass reads, and planned's figures from them the same */
+	struct mt_request_stream *kept = NULL;
+	struct mt_plan_request *read = NULL;
+	REQUIRE(mt_request_stream_load_with_lifetimes(&kept, r, 0, err, sizeof(err)) == 0);
+	REQUIRE(rp_request_stream_lifetimes(s, NULL, &read, err, sizeof(err)) == 0);
+	CHECK(kept->requests == s->requests && !s->lifetimes);
+	CHECK(s->requests == 0 ||
+	      (kept->lifetimes && !memcmp(kept->lifetimes, read, s->requests * sizeof(*read))));
+	figures(name, kept, "planned", 0);
+	free(read);
+	mt_request_stream_free(kept);
 	mt_request_stream_free(s);
 	mt_reader_free(r);
 }

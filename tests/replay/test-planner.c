@@ -86,14 +86,19 @@ static void test_span_add_random(void)
 	}
 }
 
+/* Up to 4 sets and 2 timed lists (random spans inserted one by one,
+ * overlapping in a list, busy over random times of which those meeting
+ * [10, 20) count) against a bitmap of what is busy. */
 static void test_lowest_gap(void)
 {
 	enum { RANGE = 600 };
 	for (int round = 0; round < 300; round++) {
 		struct rp_span_set set[4] = { { 0 } };
 		struct rp_span_view view[4];
+		struct rp_timed_span list[2][12];
+		struct rp_timed_view timed[2];
 		bool busy[RANGE + 64] = { false };
-		size_t k = 1 + next() % 4;
+		size_t k = next() % 5, kt = next() % 3;
 		for (size_t v = 0; v < k; v++) {
 			for (int i = 0; i < 12; i++) {
 				uint64_t lo = next() % 500, hi = lo + 1 + next() % 30;
@@ -102,6 +107,20 @@ static void test_lowest_gap(void)
 					busy[x] = true;
 			}
 			view[v] = (struct rp_span_view){ set[v].span, set[v].len, 0 };
+		}
+		for (size_t v = 0; v < kt; v++) {
+			for (int i = 0; i < 12; i++) {
+				uint64_t lo = next() % 500, hi = lo + 1 + next() % 30;
+				uint32_t first = (uint32_t)(next() % 30),
+				         past = first + 1 + next() % 10;
+				rp_timed_insert(list[v], (size_t)i,
+				                &(struct rp_timed_span){ lo, hi, first, past });
+				for (uint64_t x = lo; first < 20 && past > 10 && x < hi; x++)
+					busy[x] = true;
+			}
+			for (int i = 1; i < 12; i++)
+				CHECK(list[v][i - 1].lo <= list[v][i].lo);
+			timed[v] = (struct rp_timed_view){ list[v], 12, 0, 10, 20 };
 		}
 		uint64_t size = 1 + next() % 40, want = 0;
 		for (uint64_t x = 0;; x++) { /* first x with [x, x + size) free */
@@ -113,7 +132,7 @@ static void test_lowest_gap(void)
 				break;
 			}
 		}
-		uint64_t got = rp_span_lowest_gap(view, k, size);
+		uint64_t got = rp_span_lowest_gap(view, k, timed, kt, size);
 		CHECKF(got == want, "round %d: got %llu, want %llu", round, (unsigned long long)got,
 		       (unsigned long long)want);
 		for (size_t v = 0; v < 4; v++)
@@ -121,7 +140,7 @@ static void test_lowest_gap(void)
 		if (check_failed())
 			return;
 	}
-	CHECK(rp_span_lowest_gap(NULL, 0, 100) == 0);
+	CHECK(rp_span_lowest_gap(NULL, 0, NULL, 0, 100) == 0);
 }
 
 /* ---- the planner against the plain greedy -------------------------------- */
@@ -221,10 +240,11 @@ static void check_plan(size_t n, uint64_t life, unsigned nsizes, bool shuffled, 
 	struct mt_plan_request *r = make(n, life, nsizes, shuffled);
 	uint64_t *want = malloc((n ? n : 1) * sizeof(*want));
 	uint64_t *got = malloc((n ? n : 1) * sizeof(*got));
-	uint64_t arena = 1;
+	uint64_t arena = 1, placed = UINT64_MAX;
 	REQUIRE(want && got);
 	uint64_t want_arena = plan_plainly(r, n, align, want);
-	CHECK(rp_plan_greedy_by_size(r, n, align, NULL, got, &arena) == 0);
+	CHECK(rp_plan_greedy_by_size(r, n, align, NULL, &placed, got, &arena) == 0);
+	CHECKF(placed == n, "placed %llu of %zu", (unsigned long long)placed, n);
 	CHECKF(arena == want_arena, "n %zu life %llu: arena %llu, want %llu", n,
 	       (unsigned long long)life, (unsigned long long)arena, (unsigned long long)want_arena);
 	size_t wrong = 0;
@@ -247,6 +267,9 @@ static void test_plan_matches_greedy(void)
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(*sizes); s++)
 			for (size_t n = 31; n < 1500; n = n * 3 + 7)
 				check_plan(n, lives[l], sizes[s], (n + l) % 2, s == 1 ? 1 : 512);
+	/* trees of several levels above the leaves */
+	check_plan(6000, 100, 300, false, 512);
+	check_plan(6000, 700, 4, true, 512);
 }
 
 static void test_plan_interrupted(void)
@@ -255,7 +278,7 @@ static void test_plan_interrupted(void)
 	uint64_t *off = malloc(5000 * sizeof(*off)), arena;
 	volatile int stop = 1;
 	REQUIRE(off);
-	CHECK(rp_plan_greedy_by_size(r, 5000, 512, &stop, off, &arena) == -EINTR);
+	CHECK(rp_plan_greedy_by_size(r, 5000, 512, &stop, NULL, off, &arena) == -EINTR);
 	free(r);
 	free(off);
 }
