@@ -96,7 +96,9 @@ static void usage(FILE *f)
 	        "NVTX range (at least 3); the first step is left out. Shown when known.\n"
 	        "cpu s (seconds in --json): CPU seconds of the policy's replay. Under sim the\n"
 	        "policies replay at once, a thread each, sharing one pass over the trace,\n"
-	        "whose reading is not counted (stream_seconds in --json).\n"
+	        "whose reading is not counted (stream_seconds in --json). planned plans\n"
+	        "first, with every request known; that time is printed apart, under the\n"
+	        "table (plan_seconds in --json: wall seconds).\n"
 	        "OOMs (oom_count in --json): requests the policy could not serve at the\n"
 	        "capacity. The trace's own failed allocations are not replayed\n"
 	        "(failed_allocations_left_out in --json); memtrace report says which saved\n"
@@ -199,6 +201,8 @@ static json_t *result_json(const struct outcome *o, const struct run_context *ct
 		                              "p99", (json_int_t)r->latency_p99_ns));
 	json_object_set_new(j, "seconds", json_real(r->seconds));
 	json_object_set_new(j, "stream_seconds", json_real(r->stream_seconds));
+	if (r->plan_seconds > 0)
+		json_object_set_new(j, "plan_seconds", json_real(r->plan_seconds));
 	json_object_set_new(j, "options", options_json(ctx, o->spec));
 	json_object_set_new(j, "memtrace_version", json_string(MT_VERSION));
 	return j;
@@ -420,6 +424,10 @@ static void print_table(struct outcome *o, size_t n, const struct mt_request_str
 			       mt_duration_format(r->latency_p99_ns, c, 32));
 		printf(" %8.3f\n", r->seconds);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (o[i].res.plan_seconds > 0)
+			printf("%s: planning took %.2f s (wall) before its replay, not in cpu s\n",
+			       o[i].spec, o[i].res.plan_seconds);
 }
 
 static void print_ooms(const struct outcome *o, size_t n, const struct mt_request_stream *s,

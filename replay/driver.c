@@ -244,6 +244,14 @@ static int replay_chunk(struct run *r, const struct rp_step *steps, size_t n)
 	return 0;
 }
 
+static double wall_seconds(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 /* Every ~1% of the events: interruption, and progress when this replay
  * reports it. */
 static int check_in(struct run *r)
@@ -318,9 +326,13 @@ static int setup(struct run *r)
 		return rc;
 	r->p->interrupted = opt->interrupted;
 	r->p->planned = &r->planned;
-	if ((r->p->ops->flags & MT_POLICY_OFFLINE) &&
-	    (rc = r->p->ops->plan(r->p, r->lifetimes, s->requests)) < 0)
-		return fail(r, rc, 0, rc == -EINTR ? "interrupted" : "planning failed");
+	if (r->p->ops->flags & MT_POLICY_OFFLINE) {
+		double t = wall_seconds();
+		rc = r->p->ops->plan(r->p, r->lifetimes, s->requests);
+		r->res->plan_seconds = wall_seconds() - t;
+		if (rc < 0)
+			return fail(r, rc, 0, rc == -EINTR ? "interrupted" : "planning failed");
+	}
 	return 0;
 }
 

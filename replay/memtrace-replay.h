@@ -312,6 +312,10 @@ struct mt_replay_result {
 	/* CPU time of the replay loop on its thread: the policy's own work and
 	 * the driver's, not the reading of the trace */
 	double seconds;
+	/* an offline policy: wall time of its planning (every lifetime known,
+	 * on up to two threads), before the replay loop and not in seconds;
+	 * else 0 */
+	double plan_seconds;
 	/* CPU time spent reading and ordering the trace's events for this run
 	 * (one pass shared by the replays of one mt_replay_run_many); 0 for a
 	 * stream built from events */

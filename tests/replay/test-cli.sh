@@ -16,7 +16,8 @@ check "the capacity first: the recorded device's total (no reading)" \
 check "lower bound is the first row, 6 MiB" \
 	sh -c "sed -n 3p '$dir/out' | grep -q '^lower bound (peak live) .* 6.00 MiB'"
 check "planned reaches the bound" sh -c "grep -q '^planned .* sim .* 6.00 MiB  *1.000x' '$dir/out'"
-check "three policy rows" test "$(wc -l <"$dir/out")" -eq 6
+check "three policy rows and planned's planning time" test "$(wc -l <"$dir/out")" -eq 7
+check "planning time said apart" sh -c "tail -1 '$dir/out' | grep -q '^planned: planning took [0-9.]* s (wall) before its replay'"
 check "nothing on stderr off a terminal" test ! -s "$dir/err"
 
 "$M" replay "$dir/t.db" --backend sim --policy native --json --no-save >"$dir/out"
