@@ -15,8 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tap.h"
+#include "memtrace-common.h"
 #include "rbtree-aug-private.h"
+#include "tap.h"
 
 #define N 600
 #define KEYS 200 /* keys in [0, KEYS): ~3 nodes per key, so duplicates abound */
@@ -47,14 +48,11 @@ static int cmp_key(const void *key, const struct rp_rb_node *n)
 	return (k > kn) - (k < kn);
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static struct mt_rng rng; /* seeded in main */
 
 static unsigned next_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (unsigned)(rng >> 11);
+	return (unsigned)(mt_rng_next(&rng) >> 11);
 }
 
 /* true when a sorts before b in the model order (key, then insertion) */
@@ -249,6 +247,7 @@ static void test_augmented(void)
 
 int main(void)
 {
+	mt_rng_seed(&rng, 1);
 	TEST(test_random_operations);
 	TEST(test_drain);
 	TEST(test_augmented);

@@ -13,18 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace-common.h"
 #include "planner-private.h"
 #include "span-set-private.h"
 #include "tap.h"
 
-static uint64_t rng = 88172645463325252ull;
+static struct mt_rng rng; /* seeded in main */
 
 static uint64_t next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return mt_rng_next(&rng);
 }
 
 /* ---- span sets ---------------------------------------------------------- */
@@ -285,6 +283,7 @@ static void test_plan_interrupted(void)
 
 int main(void)
 {
+	mt_rng_seed(&rng, 1);
 	TEST(test_span_add);
 	TEST(test_span_add_random);
 	TEST(test_lowest_gap);
