@@ -29,13 +29,13 @@ struct mt_pairing *mt_pairing_new(void)
 	return calloc(1, sizeof(struct mt_pairing));
 }
 
-/* A slab slot for a new allocation (not yet in use), or -ENOMEM. */
-static int64_t slab_slot(struct mt_pairing *p)
+/* A slab slot taken for a new allocation, or -ENOMEM (none taken). */
+static int64_t slab_take(struct mt_pairing *p)
 {
 	size_t cap = p->slab_cap;
 
 	if (p->nspare)
-		return (int64_t)p->spare[p->nspare - 1];
+		return (int64_t)p->spare[--p->nspare];
 	if (mt_array_grow((void **)&p->slab, &p->slab_cap, p->nslab, sizeof(*p->slab)) < 0)
 		return -ENOMEM;
 	if (p->slab_cap != cap) {
@@ -44,15 +44,7 @@ static int64_t slab_slot(struct mt_pairing *p)
 			return -ENOMEM;
 		p->spare = spare;
 	}
-	return (int64_t)p->nslab;
-}
-
-static void slab_take(struct mt_pairing *p, size_t slot)
-{
-	if (p->nspare && p->spare[p->nspare - 1] == slot)
-		p->nspare--;
-	else
-		p->nslab++;
+	return (int64_t)p->nslab++;
 }
 
 static struct mt_lifetime lifetime_of(const struct mt_event *ev)
@@ -111,18 +103,18 @@ int mt_pairing_step(struct mt_pairing *p, const struct mt_event *ev, struct mt_p
 		out->live.l.flags = MT_LIFETIME_NO_ALLOC;
 		return 0;
 	}
-	if ((slot = slab_slot(p)) < 0)
+	/* room first, so that a failure changes nothing */
+	if (s->used && mt_array_grow((void **)&p->stranded, &p->stranded_cap, p->nstranded,
+	                             sizeof(*p->stranded)) < 0)
+		return -ENOMEM;
+	if ((slot = slab_take(p)) < 0)
 		return -ENOMEM;
 	if (s->used) { /* the earlier allocation stays live to the end */
-		if (mt_array_grow((void **)&p->stranded, &p->stranded_cap, p->nstranded,
-		                  sizeof(*p->stranded)) < 0)
-			return -ENOMEM;
 		p->stranded[p->nstranded++] = (size_t)s->value;
 		s->value = (uint64_t)slot;
 	} else {
 		fmt_live_map_take(m, s, ev->process, ev->device, ev->alloc.address, (uint64_t)slot);
 	}
-	slab_take(p, (size_t)slot);
 	p->slab[slot] = (struct mt_live){ .l = lifetime_of(ev), .index = p->born[layer]++ };
 	out->kind = MT_PAIR_BORN;
 	out->live = p->slab[slot];
