@@ -14,7 +14,7 @@
  * the MEMORY2 record that arrives later; (5) any allocation or free call
  * notes that memory changed hands, which makes the next periodic flush a
  * forced one (rec_callbacks_memory_changed); (6) with --kernels launch,
- * the launch calls go to inject-launches.c. A driver call made inside a
+ * the driver's launch calls go to inject-launches.c. A driver call made inside a
  * runtime call is attributed to the runtime call (API and site) and its
  * failure recorded once.
  */
@@ -273,9 +273,9 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	(void)userdata;
 	if (querying || !atomic_load_explicit(&rec_state.enabled, memory_order_relaxed))
 		return;
-	if (rec_state.kernels == MT_RECORD_KERNELS_LAUNCH &&
-	    rec_launches_is_launch(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid)) {
-		rec_launches_on_callback(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb);
+	if (rec_state.kernels == MT_RECORD_KERNELS_LAUNCH && domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+	    rec_launches_is_launch(cbid)) {
+		rec_launches_on_callback(cbid, cb);
 		return;
 	}
 	if (cb->callbackSite == CUPTI_API_EXIT)
@@ -325,15 +325,11 @@ int rec_callbacks_start(void)
 
 	for (size_t i = 0; rc == CUPTI_SUCCESS && i < sizeof(apis) / sizeof(apis[0]); i++)
 		rc = cuptiEnableCallback(1, subscriber, apis[i].domain, apis[i].cbid);
-	for (int driver = 0; rec_state.kernels == MT_RECORD_KERNELS_LAUNCH && driver < 2;
-	     driver++) {
+	if (rec_state.kernels == MT_RECORD_KERNELS_LAUNCH) {
 		const uint32_t *ids;
-		size_t n = rec_launches_ids(driver, &ids);
+		size_t n = rec_launches_ids(&ids);
 		for (size_t i = 0; rc == CUPTI_SUCCESS && i < n; i++)
-			rc = cuptiEnableCallback(1, subscriber,
-			                         driver ? CUPTI_CB_DOMAIN_DRIVER_API
-			                                : CUPTI_CB_DOMAIN_RUNTIME_API,
-			                         ids[i]);
+			rc = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, ids[i]);
 	}
 	return (int)rc;
 }

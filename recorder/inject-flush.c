@@ -1,5 +1,6 @@
 /* inject-flush.c — the recorder's lifecycle: the thread that samples device
- * memory every MEMTRACE_SAMPLE_MS and flushes every ~200 ms, the flush
+ * memory every MEMTRACE_SAMPLE_MS, takes PyTorch's events out of their
+ * rings every ~5 ms and flushes every ~200 ms, the flush
  * itself (CUPTI's buffers, the PyTorch events, the sink's queue, in that
  * order, then one commit), the last flush at exit, on SIGINT/SIGTERM and
  * (best effort) on a crash, and the fork hook that keeps a child forked
@@ -107,6 +108,11 @@ static void *flush_thread(void *arg)
 			last_sample = now;
 		}
 		rec_sample_pending();
+		/* PyTorch's events between flushes too: the rings stay short,
+		 * their records are read while still in cache, and a burst of
+		 * events (token-by-token generation) does not fill a ring and
+		 * make the allocating thread drain it under its lock. */
+		rec_torch_drain();
 		if (atomic_load(&flush_request) == 1 || now - last_flush >= FLUSH_NS) {
 			int asked = atomic_load(&flush_request) == 1;
 			rec_capture_update();

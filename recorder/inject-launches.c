@@ -1,21 +1,22 @@
 /* inject-launches.c — kernels from CUPTI's launch callbacks (--kernels
  * launch).
  *
- * Models: CUPTI's callback API (cupti_callbacks.h) on the runtime and driver
- * kernel, cooperative and graph launch APIs. No activity kind runs for
- * kernels: CUPTI's concurrent-kernel records cost a launch-bound PyTorch
- * loop 12-19 % (bench/RESULTS.md), and the memory timeline needs which
- * kernel ran, not its GPU duration.
+ * Models: CUPTI's callback API (cupti_callbacks.h) on the driver's kernel,
+ * cooperative and graph launch APIs. No activity kind runs for kernels:
+ * CUPTI's concurrent-kernel records cost a launch-bound PyTorch loop 12-19 %
+ * (bench/RESULTS.md), and the memory timeline needs which kernel ran, not
+ * its GPU duration. Only the driver domain is subscribed: every runtime
+ * launch makes a driver launch inside it, and CUPTI's callbacks cost each
+ * launch by the domain (on the H100 machine, in one process: 0.64 us a
+ * torch.add launch for the driver's, 1.09 us for both domains).
  *
  * At the exit of a launch call the launching thread appends one record to
  * a lock-free ring (inject-ring.c): CUPTI's symbolName of the call (the
  * kernel's mangled name, read later: CUPTI keeps it with the function), the
  * stream as CUPTI's stream id and the device (both from a one-entry cache
- * of the thread's last context and stream), CUPTI's timestamp and the
- * correlation id. A runtime launch runs a driver launch inside it: the
- * innermost driver call is the one recorded, the runtime call only when no
- * driver launch ran inside it. A full ring drops the record (counted in
- * meta dropped_records) rather than make the launching thread wait.
+ * of the thread's last context and stream), the time (rec_now) and the
+ * correlation id. A full ring drops the record (counted in meta
+ * dropped_records) rather than make the launching thread wait.
  *
  * The flushing thread turns the records into kernel events with ts = end =
  * the launch time, the name interned once per symbol. A graph launch is one
@@ -33,19 +34,7 @@
 #define RING_RECORDS (1u << 17) /* 5 MiB; a flush every 200 ms drains it */
 #define NAME_SLOTS 8192         /* symbols named, a power of two */
 
-static const uint32_t runtime_launches[] = {
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-};
-static const uint32_t driver_launches[] = {
+static const uint32_t launches[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
@@ -60,8 +49,7 @@ static _Atomic(struct rec_ring *) ring;
 static atomic_uint_least64_t dropped;
 
 /* The launching thread's calls in progress and its last context and stream. */
-static __thread unsigned depth;   /* launch calls entered, not yet left */
-static __thread bool inner_taken; /* a driver launch inside the outermost was recorded */
+static __thread unsigned depth; /* launch calls entered, not yet left */
 static __thread struct {
 	CUcontext ctx;
 	uint64_t handle;
@@ -75,89 +63,55 @@ static struct {
 	uint32_t name;
 } names[NAME_SLOTS];
 
-size_t rec_launches_ids(int driver, const uint32_t **ids)
+size_t rec_launches_ids(const uint32_t **ids)
 {
-	*ids = driver ? driver_launches : runtime_launches;
-	return driver ? sizeof(driver_launches) / sizeof(driver_launches[0])
-	              : sizeof(runtime_launches) / sizeof(runtime_launches[0]);
+	*ids = launches;
+	return sizeof(launches) / sizeof(launches[0]);
 }
 
-bool rec_launches_is_launch(int driver, uint32_t cbid)
+bool rec_launches_is_launch(uint32_t cbid)
 {
-	const uint32_t *ids;
-	size_t n = rec_launches_ids(driver, &ids);
-
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] == cbid)
+	for (size_t i = 0; i < sizeof(launches) / sizeof(launches[0]); i++)
+		if (launches[i] == cbid)
 			return true;
 	return false;
 }
 
-static bool per_thread_stream(int driver, uint32_t cbid)
+static bool per_thread_stream(uint32_t cbid)
 {
-	if (driver)
-		return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
-	return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
-	       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 ||
-	       cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000 ||
-	       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000 ||
-	       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+	return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+	       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+	       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
+	       cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
 }
 
-static bool graph_launch(int driver, uint32_t cbid)
+static bool graph_launch(uint32_t cbid)
 {
-	return driver ? cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
-	                        cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz
-	              : cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
-	                        cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+	return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+	       cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
 }
 
-/* The stream handle a launch call was given; 0 where its parameters are
- * not known (the default stream). */
-static uint64_t stream_handle(int driver, uint32_t cbid, const void *params)
+/* The stream handle a launch call was given. */
+static uint64_t stream_handle(uint32_t cbid, const void *params)
 {
 	const void *s = NULL;
 
-	if (driver) {
-		switch (cbid) {
-		case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-		case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-			s = ((const cuLaunchKernel_params *)params)->hStream;
-			break;
-		case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-		case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-			s = ((const cuLaunchKernelEx_params *)params)->config->hStream;
-			break;
-		case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-		case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-			s = ((const cuLaunchCooperativeKernel_params *)params)->hStream;
-			break;
-		case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-		case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-			s = ((const cuGraphLaunch_params *)params)->hStream;
-			break;
-		}
-		return (uint64_t)(uintptr_t)s;
-	}
 	switch (cbid) {
-	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-		s = ((const cudaLaunchKernel_v7000_params *)params)->stream;
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+		s = ((const cuLaunchKernel_params *)params)->hStream;
 		break;
-	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
-		s = ((const cudaLaunchKernelExC_v11060_params *)params)->config->stream;
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+		s = ((const cuLaunchKernelEx_params *)params)->config->hStream;
 		break;
-	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
-		s = ((const cudaLaunchCooperativeKernel_v9000_params *)params)->stream;
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+		s = ((const cuLaunchCooperativeKernel_params *)params)->hStream;
 		break;
-	case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
-	case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
-		s = ((const cudaGraphLaunch_v10000_params *)params)->stream;
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+		s = ((const cuGraphLaunch_params *)params)->hStream;
 		break;
 	}
 	return (uint64_t)(uintptr_t)s;
@@ -173,11 +127,11 @@ static struct rec_ring *ring_made(void)
 	return r;
 }
 
-static void take(int driver, uint32_t cbid, const CUpti_CallbackData *cb)
+static void take(uint32_t cbid, const CUpti_CallbackData *cb)
 {
 	struct rec_ring_record rec = { 0 };
-	uint64_t handle = stream_handle(driver, cbid, cb->functionParams);
-	bool per_thread = per_thread_stream(driver, cbid);
+	uint64_t handle = stream_handle(cbid, cb->functionParams);
+	bool per_thread = per_thread_stream(cbid);
 	struct rec_ring *r = ring_made();
 
 	if (!r)
@@ -194,7 +148,7 @@ static void take(int driver, uint32_t cbid, const CUpti_CallbackData *cb)
 		if (cb->context)
 			cuptiGetDeviceId(cb->context, &last.device);
 	}
-	rec.launch.symbol = graph_launch(driver, cbid) ? NULL : cb->symbolName;
+	rec.launch.symbol = graph_launch(cbid) ? NULL : cb->symbolName;
 	rec.launch.correlation = cb->correlationId;
 	rec.launch.stream = last.stream;
 	rec.launch.device = last.device;
@@ -202,26 +156,21 @@ static void take(int driver, uint32_t cbid, const CUpti_CallbackData *cb)
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 }
 
-void rec_launches_on_callback(int driver, uint32_t cbid, const void *data)
+void rec_launches_on_callback(uint32_t cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 
 	if (cb->callbackSite == CUPTI_API_ENTER) {
-		if (depth++ == 0)
-			inner_taken = false;
+		depth++;
 		return;
 	}
 	if (depth == 0)
 		return; /* entered before recording began */
-	depth--;
+	if (--depth > 0)
+		return; /* a launch inside a launch: the outer one is recorded */
 	if (cb->functionReturnValue && *(const int *)cb->functionReturnValue != 0)
 		return; /* nothing was launched */
-	if (driver && !inner_taken) {
-		take(driver, cbid, cb);
-		inner_taken = depth > 0;
-	} else if (!driver && depth == 0 && !inner_taken) {
-		take(driver, cbid, cb);
-	}
+	take(cbid, cb);
 }
 
 /* The interned name of a symbol; writer_lock held. */

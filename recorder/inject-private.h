@@ -74,8 +74,13 @@ extern struct rec_state rec_state;
  * handler. */
 void rec_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Nanoseconds on CUPTI's clock (cuptiGetTimestamp). */
+/* Nanoseconds on CUPTI's clock (cuptiGetTimestamp's), read directly where
+ * rec_clock_init found it to be CLOCK_REALTIME. */
 uint64_t rec_now(void);
+
+/* Finds out once, before any event is timed, whether CUPTI's clock is
+ * CLOCK_REALTIME (what rec_now then reads). */
+void rec_clock_init(void);
 
 /* Whether this process records: recording enabled, and this is the process
  * that opened the writer (not a child forked from it). */
@@ -151,15 +156,15 @@ bool rec_callbacks_memory_changed(void);
 
 /* ---- kernels from the launch callbacks (inject-launches.c) ---- */
 
-/* Whether CUPTI's callback id of that domain is a kernel, cooperative or
- * graph launch. */
-bool rec_launches_is_launch(int driver, uint32_t cbid);
-/* The launch callback ids of a domain into *ids; returns their number. */
-size_t rec_launches_ids(int driver, const uint32_t **ids);
-/* A launch call's callback (enter and exit; cb is CUpti_CallbackData):
- * at the exit of one not made inside another, queues its record. Any
- * thread, lock-free unless the ring is full. */
-void rec_launches_on_callback(int driver, uint32_t cbid, const void *cb);
+/* Whether CUPTI's callback id of the driver domain is a kernel, cooperative
+ * or graph launch. */
+bool rec_launches_is_launch(uint32_t cbid);
+/* The driver domain's launch callback ids into *ids; returns their number. */
+size_t rec_launches_ids(const uint32_t **ids);
+/* A driver launch call's callback (enter and exit; cb is
+ * CUpti_CallbackData): at the exit of one not made inside another, queues
+ * its record. Any thread, lock-free (a full ring drops the record). */
+void rec_launches_on_callback(uint32_t cbid, const void *cb);
 /* Turns the queued launches into kernel events; writer_lock held. */
 void rec_launches_drain_locked(void);
 /* In a child forked without exec: forgets the parent's queued launches. */

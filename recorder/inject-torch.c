@@ -25,8 +25,8 @@
  * per-thread cache) and a store of the raw record into its device's
  * lock-free ring (inject-ring.c). The device's lock serializes its calls, so
  * a ring's order is their order, which the pairing of frees needs. The
- * flushing thread turns the records into events (rec_torch_drain); a
- * producer that finds its ring full does it itself.
+ * flushing thread turns the records into events (rec_torch_drain, every
+ * ~5 ms); a producer that finds its ring full does it itself.
  */
 #include "config.h"
 

@@ -64,6 +64,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	                                         : REC_STACKS_NONE;
 	in->sample_ms = env_unsigned("MEMTRACE_SAMPLE_MS", 50);
 	in->moment_readings = env_unsigned("MEMTRACE_MOMENT_READINGS", 1) != 0;
+	rec_clock_init();
 	atomic_store(&in->enabled, true);
 	rec_capture_open(capture, sizeof(capture));
 	if (rec_sink_open(capture) < 0)

@@ -54,6 +54,23 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Whether CUPTI's timestamp is CLOCK_REALTIME here, as the recorder's
+ * clock check (inject-state.c) decides it: CLOCK_REALTIME read between two
+ * CUPTI timestamps, and where it fell. */
+static void clock_agreement(void)
+{
+	uint64_t before = 0, after = 0, now;
+	struct timespec rt;
+
+	cuptiGetTimestamp(&before);
+	clock_gettime(CLOCK_REALTIME, &rt);
+	cuptiGetTimestamp(&after);
+	now = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	printf("CUPTI's clock %s CLOCK_REALTIME: it read %+lld ns and %+lld ns around it\n",
+	       before <= now && now <= after ? "is" : "is NOT", (long long)(before - now),
+	       (long long)(after - now));
+}
+
 /* Median ns per launch with kernel records off ([0]) and on ([1]), blocks
  * interleaved; -1 when the kernel cannot be loaded. */
 static int launch_cost(double median_ns[2])
@@ -98,7 +115,7 @@ int main(int argc, char **argv)
 	event_fn event;
 	uint64_t ts, sum = 0;
 	void *lib;
-	double t0, t1, t2, launch_ns[2], *burst_ns;
+	double t0, t1, t2, t3, launch_ns[2], *burst_ns;
 
 	if (n <= 0 || cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
 	    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || cuCtxSetCurrent(ctx)) {
@@ -143,12 +160,22 @@ int main(int argc, char **argv)
 		sum += ts;
 	}
 	t2 = now_s();
+	for (long i = 0; i < n; i++) {
+		struct timespec rt;
+		clock_gettime(CLOCK_REALTIME, &rt);
+		sum += (uint64_t)rt.tv_nsec;
+	}
+	t3 = now_s();
 	qsort(burst_ns, (size_t)bursts, sizeof(double), by_value);
 	printf("events: %.1f ns per event, median of %ld bursts of %d allocations (alloc, free "
 	       "requested, free completed; fastest burst %.1f ns)\n",
 	       burst_ns[bursts / 2], bursts, BURST, burst_ns[0]);
-	printf("cuptiGetTimestamp: %.1f ns (%llu)\n", (t2 - t1) * 1e9 / (double)n,
+	printf("cuptiGetTimestamp: %.1f ns; clock_gettime(CLOCK_REALTIME), which the recorder "
+	       "reads "
+	       "where CUPTI's clock is that one: %.1f ns (%llu)\n",
+	       (t2 - t1) * 1e9 / (double)n, (t3 - t2) * 1e9 / (double)n,
 	       (unsigned long long)(sum & 1));
+	clock_agreement();
 	if (launch_cost(launch_ns) == 0)
 		printf("kernel launch: %.0f ns with kernel records off, %.0f ns on: %+.0f ns per "
 		       "launch (median of %d blocks of %d each way)\n",

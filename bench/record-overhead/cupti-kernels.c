@@ -22,6 +22,8 @@
  *                             launch APIs only (a runtime launch makes a
  *                             driver launch inside it), half the callbacks
  *                             a runtime launch
+ *                             (cupti_kinds.py --launch-callbacks switches
+ *                             each domain in turn: mt_bench_launch_callbacks)
  *   MT_BENCH_LAUNCH_SUMMARY=PATH  with launch: write the records taken, by
  *                             API, and how many launch calls ran inside
  *                             another (a driver call made by the runtime),
@@ -68,6 +70,7 @@
 #define CBID_SLOTS (DRIVER_CBIDS > RUNTIME_CBIDS ? DRIVER_CBIDS : RUNTIME_CBIDS)
 
 int InitializeInjection(void);
+int mt_bench_launch_callbacks(int runtime, int driver);
 
 struct call_total {
 	atomic_uint_least64_t count;
@@ -383,6 +386,32 @@ static void write_launch_summary(void)
 	write_totals(launch_summary, "nested", atomic_load(&nested_launches), launches, 0);
 }
 
+/* The launch callbacks of each domain on (1) or off (0). */
+static void launch_callbacks(int runtime, int driver)
+{
+	for (size_t i = 0; i < sizeof runtime_launches / sizeof runtime_launches[0]; i++) {
+		is_launch[0][runtime_launches[i]] = (uint8_t)runtime;
+		cuptiEnableCallback((uint32_t)runtime, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+		                    runtime_launches[i]);
+	}
+	for (size_t i = 0; i < sizeof driver_launches / sizeof driver_launches[0]; i++) {
+		is_launch[1][driver_launches[i]] = (uint8_t)driver;
+		cuptiEnableCallback((uint32_t)driver, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+		                    driver_launches[i]);
+	}
+}
+
+/* For cupti_kinds.py --launch-callbacks, through ctypes: switches the
+ * launch callbacks of each domain on or off between blocks of work in one
+ * process; 0, or -1 when launch mode is not on. */
+__attribute__((visibility("default"))) int mt_bench_launch_callbacks(int runtime, int driver)
+{
+	if (!launch_mode)
+		return -1;
+	launch_callbacks(runtime != 0, driver != 0);
+	return 0;
+}
+
 /* MT_BENCH_KERNELS=launch: callbacks on the launch APIs, no activity. */
 static void take_launches(void)
 {
@@ -390,18 +419,7 @@ static void take_launches(void)
 		return;
 	launch_mode = 1;
 	const char *domains_wanted = getenv("MT_BENCH_LAUNCH_DOMAINS");
-	size_t runtime_n = domains_wanted && !strcmp(domains_wanted, "driver")
-	                           ? 0
-	                           : sizeof runtime_launches / sizeof runtime_launches[0];
-	for (size_t i = 0; i < runtime_n; i++) {
-		is_launch[0][runtime_launches[i]] = 1;
-		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-		                    runtime_launches[i]);
-	}
-	for (size_t i = 0; i < sizeof driver_launches / sizeof driver_launches[0]; i++) {
-		is_launch[1][driver_launches[i]] = 1;
-		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_launches[i]);
-	}
+	launch_callbacks(!(domains_wanted && !strcmp(domains_wanted, "driver")), 1);
 	launch_summary = getenv("MT_BENCH_LAUNCH_SUMMARY");
 	if (launch_summary && *launch_summary)
 		atexit(write_launch_summary);

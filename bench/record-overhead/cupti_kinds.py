@@ -16,6 +16,13 @@ blocks of work, the states interleaved block by block. The work:
 Prints, per state, the median and mean of the blocks and the difference to
 the state with none of the records; asserts nothing.
 
+--launch-callbacks switches CUPTI's callbacks on the launch APIs instead
+of activity kinds: run under the bench library alone
+(CUDA_INJECTION64_PATH=.../libcupti-kernels.so MT_BENCH_KERNELS=launch, no
+memtrace), states none, driver (callbacks on the driver's launch APIs only)
+and runtime+driver (both domains, as the recorder subscribes): what a
+launch pays for each domain's callbacks, the records they take included.
+
 --never N first runs N blocks before any kind was ever switched on (the
 state 'never'), to show whether switching a kind on leaves a cost behind
 once it is off again: 'never' against 'none'. Those blocks come first, not
@@ -24,6 +31,7 @@ difference too.
 
 Usage: memtrace record --no-kernels -- python3 cupti_kinds.py [--blocks N] [--never N] [--json PATH]
            (--op add|mm | --script SCRIPT [--steps-per-block N] [-- ARGS])
+       CUDA_INJECTION64_PATH=LIB MT_BENCH_KERNELS=launch python3 cupti_kinds.py --launch-callbacks ...
 """
 import argparse
 import ctypes
@@ -49,16 +57,42 @@ STATES = [
     # longer overlap, and timing no longer instruments the kernel's code
     ("kernel, serial", [KERNEL]),
 ]
+# --launch-callbacks: (runtime, driver) launch callbacks on
+CALLBACK_STATES = [
+    ("none", (0, 0)),
+    ("driver", (0, 1)),
+    ("runtime+driver", (1, 1)),
+]
 
 
-def loaded_cupti():
-    """The libcupti the recorder loaded into this process, or None."""
+def loaded(name):
+    """The library whose file name contains name, as loaded into this
+    process (by the recorder, or as the injection library), or None."""
     with open("/proc/self/maps") as f:
         for line in f:
             path = line.split()[-1]
-            if "/libcupti.so" in path:
+            if name in path:
                 return ctypes.CDLL(path)
     return None
+
+
+def kinds_switch(cupti):
+    """Sets a state of STATES: its kinds on, the others off."""
+    def switch(kinds):
+        for k in sorted(KINDS, key=lambda k: k in kinds):  # disable before enable
+            rc = (cupti.cuptiActivityEnable if k in kinds else cupti.cuptiActivityDisable)(k)
+            if rc:
+                sys.exit("cupti_kinds: CUPTI refused kind %d: error %d" % (k, rc))
+    return switch
+
+
+def callbacks_switch(bench):
+    """Sets a state of CALLBACK_STATES: each domain's launch callbacks."""
+    def switch(domains):
+        if bench.mt_bench_launch_callbacks(*domains):
+            sys.exit("cupti_kinds: the bench library is not in launch mode "
+                     "(MT_BENCH_KERNELS=launch)")
+    return switch
 
 
 def launches(op, elements):
@@ -115,20 +149,31 @@ def main():
     p.add_argument("--steps-per-block", type=int, default=4)
     p.add_argument("--never", type=int, default=0, metavar="N",
                    help="blocks before any kind is switched on (default 0)")
+    p.add_argument("--launch-callbacks", action="store_true",
+                   help="switch the launch callbacks of libcupti-kernels.so, not activity kinds")
     p.add_argument("--json", metavar="PATH")
     a = p.parse_args(argv)
 
     import torch
 
-    cupti = loaded_cupti()
-    if not cupti:
-        sys.exit("cupti_kinds: no libcupti in this process; run it under memtrace record "
-                 "--no-kernels")
+    torch.ones(1, device="cuda")  # CUDA up: the injection library is loaded
+    if a.launch_callbacks:
+        bench = loaded("libcupti-kernels.so")
+        if not bench:
+            sys.exit("cupti_kinds: no libcupti-kernels.so in this process; run it with "
+                     "CUDA_INJECTION64_PATH=.../libcupti-kernels.so MT_BENCH_KERNELS=launch")
+        states, switch = CALLBACK_STATES, callbacks_switch(bench)
+    else:
+        cupti = loaded("/libcupti.so")
+        if not cupti:
+            sys.exit("cupti_kinds: no libcupti in this process; run it under memtrace record "
+                     "--no-kernels")
+        states, switch = STATES, kinds_switch(cupti)
     if a.script:
         block, count, scale, unit = script_steps(a.script, rest, a.steps_per_block)
     else:
         block, count, scale, unit = launches(a.op, a.elements)
-    per = {name: [] for name, _ in STATES}
+    per = {name: [] for name, _ in states}
 
     def timed(work):
         torch.cuda.synchronize()
@@ -140,14 +185,11 @@ def main():
     if a.never:
         block()  # warm-up
         per["never"] = [timed(block) for _ in range(a.never)]
-    for b in range(a.blocks * len(STATES) + len(STATES)):
-        name, kinds = STATES[b % len(STATES)]
-        for k in sorted(KINDS, key=lambda k: k in kinds):  # disable before enable
-            rc = (cupti.cuptiActivityEnable if k in kinds else cupti.cuptiActivityDisable)(k)
-            if rc:
-                sys.exit("cupti_kinds: CUPTI refused kind %d: error %d" % (k, rc))
+    for b in range(a.blocks * len(states) + len(states)):
+        name, setting = states[b % len(states)]
+        switch(setting)
         took = timed(block)
-        if b >= len(STATES):  # the first round warms up
+        if b >= len(states):  # the first round warms up
             per[name].append(took)
     base = statistics.median(per["none"])
     work = a.script or (a.op if a.op == "mm" else "add of %d" % a.elements)

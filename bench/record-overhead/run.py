@@ -42,8 +42,10 @@ Where the cost goes:
   allocations, or 1000 kernel launches, a step: ms per step is us per
   operation; the difference to plain is what recording adds to each).
 
-Each process also reports its CPU time (all threads) per step, and the
-ratio of those means is printed beside the wall-time ratio.
+Each process also reports its CPU time per step, of all its threads and of
+the threads that run the steps alone (main and autograd: what recording
+adds on the program's own threads, apart from the recorder's thread), and
+the ratios of those means are printed beside the wall-time ratio.
 
 The ratio of the lower quartiles (q25) is printed too. On a shared host a
 CPU-bound block runs now at full speed, now at up to half of it, at random;
@@ -264,7 +266,7 @@ def lockstep(memtrace, script, args, block, cycles, runs, tmp, cpus, pin):
 def merged(side, more):
     """A sidecar with another round's blocks appended."""
     side = dict(side)
-    for key in ("block_ms", "block_cpu_ms"):
+    for key in ("block_ms", "block_cpu_ms", "block_step_cpu_ms"):
         side[key] = side[key] + more[key]
     return side
 
@@ -360,11 +362,13 @@ def report(name, target, sides, names, copies=(), rounds=None):
     interval)."""
     plain, plain_cpu = sides[0]["block_ms"], sides[0]["block_cpu_ms"]
     base, base_cpu = statistics.mean(plain), statistics.mean(plain_cpu)
-    row = dict(workload=name, plain_ms=plain, plain_cpu_ms=plain_cpu, target=target,
-               variants={})
+    base_steps_cpu = statistics.mean(sides[0]["block_step_cpu_ms"])
+    row = dict(workload=name, plain_ms=plain, plain_cpu_ms=plain_cpu,
+               plain_step_threads_cpu_ms=round(base_steps_cpu, 4), target=target, variants={})
     line = "%-26s plain %8.3f ms" % (name, base)
     for v, side in zip(names[1:], sides[1:]):
         runs, cpu = side["block_ms"], side["block_cpu_ms"]
+        steps_cpu = statistics.mean(side["block_step_cpu_ms"])
         mean = statistics.mean(runs)
         paired = sorted(r / p for r, p in zip(runs, plain))
         q25 = q25_ratio(runs, plain)
@@ -373,6 +377,8 @@ def report(name, target, sides, names, copies=(), rounds=None):
         med_low, med_high = interval(median_paired, runs, plain, rounds)
         row["variants"][v] = dict(recorded_ms=runs, recorded_cpu_ms=cpu,
                                   cpu_ratio=round(statistics.mean(cpu) / base_cpu, 4),
+                                  step_threads_cpu_ms=round(steps_cpu, 4),
+                                  step_threads_cpu_ratio=round(steps_cpu / base_steps_cpu, 4),
                                   ratio=round(mean / base, 4), q25_ratio=round(q25, 4),
                                   ratio_95=[round(low, 4), round(high, 4)],
                                   q25_ratio_95=[round(q25_low, 4), round(q25_high, 4)],
@@ -382,10 +388,10 @@ def report(name, target, sides, names, copies=(), rounds=None):
                                   paired_max=round(paired[-1], 4),
                                   added_ms=round(mean - base, 4))
         line += ("  %s %8.3f ms ratio %.3f [95%% %.3f-%.3f] (cycles %.3f [%.3f-%.3f], %.3f-%.3f;"
-                 " q25 %.3f [%.3f-%.3f]; cpu %.3f)") % (
+                 " q25 %.3f [%.3f-%.3f]; cpu %.3f, steps' threads %.3f)") % (
                      v, mean, mean / base, low, high, statistics.median(paired), med_low,
                      med_high, paired[0], paired[-1], q25, q25_low, q25_high,
-                     statistics.mean(cpu) / base_cpu)
+                     statistics.mean(cpu) / base_cpu, steps_cpu / base_steps_cpu)
     print(line + ("  (target %.2f)" % target if target else ""), flush=True)
     if copies:
         line, row["against_pooled_plain"] = pooled_line(sides, names, copies, rounds)

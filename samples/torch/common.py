@@ -13,6 +13,10 @@ does warm-up steps, times the rest, and writes (with --json PATH):
   block_ms                              ms per step of each timed block (--block)
   block_cpu_ms                          CPU time of the whole process (all its threads)
                                         per step of each timed block
+  block_step_cpu_ms                     the same, of the threads that run the steps only (the
+                                        main thread and PyTorch's pt_autograd threads): what
+                                        a recorder adds on the program's own threads, apart
+                                        from its own thread's work
 
 bench/record-overhead/run.py runs several copies of a script at once in
 lockstep (--turns): each waits for its turn before every block of steps, so
@@ -107,10 +111,29 @@ class _Turns:
             self.done.write(b".")
 
 
+def _step_threads_ns():
+    """Nanoseconds on the CPU so far of the threads that run the steps: the
+    main thread and PyTorch's autograd threads (the kernel's schedstat, exact
+    to the ns, where /proc's utime counts whole ticks)."""
+    total = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                name = f.read().strip()
+            if int(tid) != os.getpid() and not name.startswith("pt_autograd"):
+                continue
+            with open("/proc/self/task/%s/schedstat" % tid) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError):  # the thread has ended
+            pass
+    return total
+
+
 def _timed_blocks(args, step):
     """Warm-up, then the timed steps in blocks of --block, each synchronized
     and taken as a turn; returns ms per step of each block, the process's CPU
-    ms per step of each block, and ms per step of them all."""
+    ms per step of each block, the step threads' CPU ms per step of each
+    block, and ms per step of them all."""
     import torch
 
     turns = _Turns(args.turns)
@@ -119,22 +142,24 @@ def _timed_blocks(args, step):
         step()
     torch.cuda.synchronize()
     turns.give()
-    blocks, cpu, left, total = [], [], args.steps, 0.0
+    blocks, cpu, step_cpu, left, total = [], [], [], args.steps, 0.0
     while left > 0:
         n = min(args.block or left, left)
         turns.take()
+        s0 = _step_threads_ns()
         t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(n):
             step()
         torch.cuda.synchronize()
         ms = (time.perf_counter() - t0) * 1000.0
         cpu.append((time.process_time() - c0) * 1000.0 / n)
+        step_cpu.append((_step_threads_ns() - s0) / 1e6 / n)
         turns.give()
         blocks.append(ms / n)
         total += ms
         left -= n
     turns.take()  # exit only once every run's blocks are timed: a teardown slows a GPU neighbour
-    return blocks, cpu, total / max(args.steps, 1)
+    return blocks, cpu, step_cpu, total / max(args.steps, 1)
 
 
 def run(args, setup):
@@ -148,7 +173,7 @@ def run(args, setup):
     step = setup(args)
     ops = torch.autograd.profiler.emit_nvtx() if args.emit_nvtx else contextlib.nullcontext()
     with ops:
-        blocks, cpu, ms = _timed_blocks(args, step)
+        blocks, cpu, step_cpu, ms = _timed_blocks(args, step)
     stats = torch.cuda.memory_stats()
     figures = {
         "torch_max_memory_allocated": torch.cuda.max_memory_allocated(),
@@ -168,6 +193,7 @@ def run(args, setup):
         "ms_per_step": round(ms, 3),
         "block_ms": [round(b, 4) for b in blocks],
         "block_cpu_ms": [round(c, 4) for c in cpu],
+        "block_step_cpu_ms": [round(c, 4) for c in step_cpu],
         "steps": args.warmup + args.steps,
         "batch": args.batch,
         "script": os.path.basename(sys.argv[0]),
