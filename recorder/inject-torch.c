@@ -23,10 +23,17 @@
  * The calling thread holds the allocator's lock, so it does only what must
  * happen there: the call site, the timestamp, the stream id (CUPTI's, from a
  * per-thread cache) and a store of the raw record into its device's
- * lock-free ring (inject-ring.c). The device's lock serializes its calls, so
- * a ring's order is their order, which the pairing of frees needs. The
- * flushing thread turns the records into events (rec_torch_drain, every
- * ~5 ms); a producer that finds its ring full does it itself.
+ * lock-free ring (inject-ring.c). The timestamp is the TraceEntry's own when
+ * the bridge has registered PyTorch's clock (c10::getApproximateTime, the
+ * TSC on x86: memtrace_torch_clock), read by PyTorch anyway: the calling
+ * thread then reads no clock at all (CUPTI's cost 33-48 ns an event on the
+ * H100 machines, a third of what the recorder adds to an event there).
+ * Each drain reads both clocks together (an anchor) and turns the ticks of
+ * the records it drains into CUPTI's nanoseconds on the line through the
+ * first anchor and that one; the records drained lie between the two. The device's lock serializes
+ * its calls, so a ring's order is their order, which the pairing of frees needs. The flushing
+ * thread turns the records into events (rec_torch_drain, every ~5 ms); a producer that finds its
+ * ring full does it itself.
  */
 #include "config.h"
 
@@ -47,9 +54,14 @@ enum torch_action {
 	TORCH_OOM = 7,
 };
 
-/* Exported to the bridge. */
+/* Exported to the bridge. One allocator event of DEVICE, on the thread
+ * that holds that device's allocator lock; ticks is the TraceEntry's time
+ * on the clock given to memtrace_torch_clock (ignored when none was). */
 void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
-                          uint32_t site);
+                          uint32_t site, uint64_t ticks);
+/* PyTorch's clock (the one TraceEntry times are read on), given once before
+ * the hook is attached; later calls change nothing. */
+void memtrace_torch_clock(uint64_t (*ticks_now)(void));
 
 #define PENDING_SLOTS 65536 /* frees requested and not yet completed */
 #define STREAM_SLOTS 256
@@ -70,6 +82,15 @@ static struct pending pending[PENDING_SLOTS];
 static size_t pending_count;
 static uint64_t reserved[REC_MAX_DEVICES];
 static uint64_t allocated[REC_MAX_DEVICES];
+
+/* PyTorch's clock, set once before the hook is attached (NULL: the records
+ * carry rec_now's nanoseconds), and the anchors that map its ticks onto
+ * rec_now's clock: the first taken, and the latest (lock held). */
+static uint64_t (*_Atomic torch_clock)(void);
+struct anchor {
+	uint64_t ticks, ns;
+};
+static struct anchor first_anchor, last_anchor;
 
 /* The reserved bytes as the producers see them, and their peak: a raise
  * asks for a reading of the device (rec_sample_peak). Touched only by the
@@ -210,12 +231,49 @@ static void pool_change(int device, int64_t delta, uint64_t ts)
 	rec_sink_push(&ev);
 }
 
+/* Both clocks read together: PyTorch's ticks between two readings of
+ * rec_now that lie close (a thread preempted in between would skew the
+ * line), their middle as its nanoseconds. */
+static struct anchor anchor_now(uint64_t (*ticks_now)(void))
+{
+	struct anchor a = { 0 };
+
+	for (int i = 0; i < 8; i++) {
+		uint64_t before = rec_now();
+		a.ticks = ticks_now();
+		uint64_t after = rec_now();
+		a.ns = before + (after - before) / 2;
+		if (after - before < 2000)
+			break;
+	}
+	return a;
+}
+
+/* A record's time on rec_now's clock; lock held. */
+static uint64_t ns_of(uint64_t stamp)
+{
+	double per_tick;
+	int64_t since;
+
+	if (!atomic_load_explicit(&torch_clock, memory_order_relaxed))
+		return stamp;
+	if (last_anchor.ticks == first_anchor.ticks)
+		return last_anchor.ns;
+	per_tick = (double)(last_anchor.ns - first_anchor.ns) /
+	           (double)(last_anchor.ticks - first_anchor.ticks);
+	since = (int64_t)(stamp - last_anchor.ticks);
+	return last_anchor.ns + (uint64_t)(int64_t)((double)since * per_tick);
+}
+
 /* Turns one record of DEVICE's ring into events; lock held. */
 static void process(const struct rec_ring_record *rec, void *arg)
 {
 	int device = (int)(uintptr_t)arg;
 	struct mt_event ev = { 0 };
+	struct rec_ring_record r = *rec;
 
+	r.ts = ns_of(rec->ts);
+	rec = &r;
 	switch (rec->action) {
 	case TORCH_ALLOC:
 		ev.kind = MT_EVENT_ALLOC;
@@ -295,9 +353,38 @@ static void reading_after(int action, int device, uint64_t bytes)
 	}
 }
 
+/* Drains R into events; lock held. A fresh anchor first: every record in
+ * the ring was stamped before it. (A producer that finds its ring full
+ * drains it without one: its records' times lie past the latest anchor, on
+ * the same line.) */
+static void drain_ring(struct rec_ring *r, int device)
+{
+	uint64_t (*ticks_now)(void) = atomic_load_explicit(&torch_clock, memory_order_acquire);
+
+	if (ticks_now)
+		last_anchor = anchor_now(ticks_now);
+	rec_ring_drain(r, process, (void *)(uintptr_t)device);
+}
+
+__attribute__((visibility("default"))) void memtrace_torch_clock(uint64_t (*ticks_now)(void))
+{
+	pthread_mutex_lock(&lock);
+	if (ticks_now && !atomic_load(&torch_clock)) {
+		/* two anchors 50 us apart: a line from the start, for a ring
+		 * that fills before the flushing thread's first drain */
+		first_anchor = anchor_now(ticks_now);
+		do
+			last_anchor = anchor_now(ticks_now);
+		while (last_anchor.ns - first_anchor.ns < 50000);
+		atomic_store_explicit(&torch_clock, ticks_now, memory_order_release);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 __attribute__((visibility("default"))) void memtrace_torch_event(int action, int device,
                                                                  uint64_t address, uint64_t bytes,
-                                                                 uint64_t stream, uint32_t site)
+                                                                 uint64_t stream, uint32_t site,
+                                                                 uint64_t ticks)
 {
 	struct rec_ring_record rec = { 0 };
 	struct rec_ring *r;
@@ -307,7 +394,7 @@ __attribute__((visibility("default"))) void memtrace_torch_event(int action, int
 		return;
 	if (!site && (action == TORCH_ALLOC || action == TORCH_OOM))
 		site = rec_stacks_site();
-	rec.ts = rec_now();
+	rec.ts = atomic_load_explicit(&torch_clock, memory_order_relaxed) ? ticks : rec_now();
 	if (action == TORCH_ALLOC || action == TORCH_FREE_REQUESTED || action == TORCH_OOM)
 		rec.stream = stream_id(device, stream);
 	rec.action = action;
@@ -326,7 +413,7 @@ static void drain_locked(void)
 	for (int d = 0; d < REC_MAX_DEVICES; d++) {
 		struct rec_ring *r = atomic_load_explicit(&rings[d], memory_order_acquire);
 		if (r)
-			rec_ring_drain(r, process, (void *)(uintptr_t)d);
+			drain_ring(r, d);
 	}
 }
 

@@ -6,8 +6,10 @@
 // while the allocator's per-device lock is held — so it must be cheap, must
 // not take the GIL and must not call the allocator. It forwards the entry's
 // action, device, address, size, stream and (with --stacks python) call site
-// to memtrace_torch_event() in libmemtrace-inject.so, which timestamps it on
-// CUPTI's clock and queues it.
+// and time (the TraceEntry's, on PyTorch's own clock: c10::getApproximateTime,
+// the TSC on x86, whose ticks the recorder maps onto CUPTI's clock; given to
+// it through memtrace_torch_clock before the hook is attached) to
+// memtrace_torch_event() in libmemtrace-inject.so, which queues it.
 //
 // Python call sites. PyTorch releases the GIL around most operators, so the
 // allocating thread usually does not hold it; but its own Python frames are
@@ -27,6 +29,10 @@
 // use against the program's own PyTorch and Python (recorder/python/
 // sitecustomize.py, torch.utils.cpp_extension), cached per version of both.
 #include <c10/cuda/CUDACachingAllocator.h>
+#if __has_include(<c10/util/ApproximateClock.h>)
+#include <c10/util/ApproximateClock.h>
+#define REC_APPROX_CLOCK 1
+#endif
 
 #include <atomic>
 #include <cstdint>
@@ -48,8 +54,10 @@ namespace
 {
 
 using event_fn = void (*)(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
-                          uint32_t site);
+                          uint32_t site, uint64_t ticks);
 using intern_fn = uint32_t (*)(const char *site);
+using clock_fn = uint64_t (*)();
+using set_clock_fn = void (*)(clock_fn);
 
 event_fn sink = nullptr;
 intern_fn intern = nullptr;
@@ -255,6 +263,23 @@ int action_of(alloc::TraceEntry::Action a)
 	}
 }
 
+#ifdef REC_APPROX_CLOCK
+// PyTorch's clock, as the allocator reads it for each TraceEntry.
+uint64_t approx_now()
+{
+	return static_cast<uint64_t>(c10::getApproximateTime());
+}
+uint64_t ticks_of(const alloc::TraceEntry &te)
+{
+	return static_cast<uint64_t>(te.time_.approx_t_);
+}
+#else
+uint64_t ticks_of(const alloc::TraceEntry &)
+{
+	return 0; // no clock given: the recorder reads its own
+}
+#endif
+
 void on_trace(const alloc::TraceEntry &te)
 {
 	int action = action_of(te.action_);
@@ -270,25 +295,29 @@ void on_trace(const alloc::TraceEntry &te)
 	}
 	sink(action, static_cast<int>(te.device_), static_cast<uint64_t>(te.addr_),
 	     static_cast<uint64_t>(te.size_),
-	     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(te.stream_)), site);
+	     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(te.stream_)), site, ticks_of(te));
 }
 
 } // namespace
 
 // Attaches the hook: `event` is memtrace_torch_event, `intern_site`
-// memtrace_intern_site, `python` non-zero to name Python call sites. Call
-// after the CUDA allocator is initialised (torch.cuda lazy init) and before
-// the first allocation. Returns 0, or -1 if the current allocator refused the
-// hook (the cudaMallocAsync backend throws).
+// memtrace_intern_site, `set_clock` memtrace_torch_clock (given PyTorch's
+// clock first, where this PyTorch has one), `python` non-zero to name Python
+// call sites. Call after the CUDA allocator is initialised (torch.cuda lazy
+// init) and before the first allocation. Returns 0, or -1 if the current
+// allocator refused the hook (the cudaMallocAsync backend throws).
 extern "C" __attribute__((visibility("default"))) int
-memtrace_torch_bridge_attach(void *event, void *intern_site, int python)
+memtrace_torch_bridge_attach(void *event, void *intern_site, void *set_clock, int python)
 {
-	if (!event || !intern_site || sink)
+	if (!event || !intern_site || !set_clock || sink)
 		return -1;
 	try {
 		sink = reinterpret_cast<event_fn>(event);
 		intern = reinterpret_cast<intern_fn>(intern_site);
 		python_sites = python != 0;
+#ifdef REC_APPROX_CLOCK
+		reinterpret_cast<set_clock_fn>(set_clock)(approx_now);
+#endif
 		alloc::attachAllocatorTraceTracker(on_trace);
 	} catch (...) {
 		sink = nullptr;

@@ -7,7 +7,10 @@
  * model's rate (BERT training makes about 180 000 events a second; a
  * burst's 30 000 fit in the recorder's queue, so the producer never drains it
  * itself). Run it under `memtrace record [--stacks native]`; unrecorded it
- * says so and exits 77. Also times cuptiGetTimestamp, the clock each event
+ * says so and exits 77. The bursts run twice: with the recorder reading its
+ * own clock at each event, then with PyTorch's clock registered
+ * (memtrace_torch_clock) and each event stamped with the TSC, as the bridge
+ * passes the TraceEntry's time. Also times cuptiGetTimestamp, the clock each event
  * reads, and what CUPTI's kernel records add to each kernel launch: blocks
  * of launches of an empty kernel, with CONCURRENT_KERNEL records switched
  * off and on in turn inside this one process (a shared host's speed drifts
@@ -23,6 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include <cuda.h>
 #include <cupti.h>
@@ -37,7 +43,8 @@ static const char empty_ptx[] = ".version 7.0\n.target sm_75\n.address_size 64\n
                                 ".visible .entry empty() { ret; }\n";
 
 typedef void (*event_fn)(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
-                         uint32_t site);
+                         uint32_t site, uint64_t ticks);
+typedef void (*set_clock_fn)(uint64_t (*ticks_now)(void));
 
 static double now_s(void)
 {
@@ -106,6 +113,53 @@ static int launch_cost(double median_ns[2])
 	return 0;
 }
 
+/* The TSC, as c10::getApproximateTime reads it on x86 (elsewhere a clock
+ * of nanoseconds, as it reads there). */
+static uint64_t tsc_now(void)
+{
+#if defined(__x86_64__)
+	return __rdtsc();
+#else
+	return (uint64_t)(now_s() * 1e9);
+#endif
+}
+
+/* Times N allocations' events through EVENT in bursts of BURST, stamped
+ * with TICKS (NULL: left to the recorder's clock); puts ns per event of
+ * each burst into burst_ns, sorted, and returns how many bursts. */
+static long event_bursts(event_fn event, long n, uint64_t (*ticks)(void), double *burst_ns)
+{
+	long bursts = 0;
+
+	/* the pattern the allocator produces: an alloc, later its free
+	 * requested and completed; 64 tensors live at a time */
+	for (long b = 0; b * BURST < n; b++) {
+		long end = (b + 1) * BURST < n ? (b + 1) * BURST : n, events = 0;
+		struct timespec pause = { 0, PAUSE_NS };
+		double t0 = now_s();
+
+		for (long i = b * BURST; i < end; i++) {
+			uint64_t addr = 0x7f0000000000ull + (uint64_t)(i % 4096) * 0x100000;
+			event(0, 0, addr, 4096 + (uint64_t)(i % 97) * 512, 0, 0,
+			      ticks ? ticks() : 0);
+			events++;
+			if (i >= 64) {
+				uint64_t old =
+				        0x7f0000000000ull + (uint64_t)((i - 64) % 4096) * 0x100000;
+				event(1, 0, old, 4096 + (uint64_t)((i - 64) % 97) * 512, 0, 0,
+				      ticks ? ticks() : 0);
+				event(2, 0, old, 0, 0, 0, ticks ? ticks() : 0);
+				events += 2;
+			}
+		}
+		burst_ns[b] = (now_s() - t0) * 1e9 / (double)events;
+		bursts++;
+		nanosleep(&pause, NULL);
+	}
+	qsort(burst_ns, (size_t)bursts, sizeof(double), by_value);
+	return bursts;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 300000, bursts = 0;
@@ -113,9 +167,10 @@ int main(int argc, char **argv)
 	CUdevice dev;
 	CUcontext ctx;
 	event_fn event;
+	set_clock_fn set_clock;
 	uint64_t ts, sum = 0;
 	void *lib;
-	double t0, t1, t2, t3, launch_ns[2], *burst_ns;
+	double t1, t2, t3, launch_ns[2], *burst_ns;
 
 	if (n <= 0 || cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
 	    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || cuCtxSetCurrent(ctx)) {
@@ -131,28 +186,17 @@ int main(int argc, char **argv)
 	burst_ns = calloc((size_t)(n / BURST + 1), sizeof(double));
 	if (!burst_ns)
 		return 1;
-	/* the pattern the allocator produces: an alloc, later its free
-	 * requested and completed; 64 tensors live at a time */
-	for (long b = 0; b * BURST < n; b++) {
-		long end = (b + 1) * BURST < n ? (b + 1) * BURST : n, events = 0;
-		struct timespec pause = { 0, PAUSE_NS };
-
-		t0 = now_s();
-		for (long i = b * BURST; i < end; i++) {
-			uint64_t addr = 0x7f0000000000ull + (uint64_t)(i % 4096) * 0x100000;
-			event(0, 0, addr, 4096 + (uint64_t)(i % 97) * 512, 0, 0);
-			events++;
-			if (i >= 64) {
-				uint64_t old =
-				        0x7f0000000000ull + (uint64_t)((i - 64) % 4096) * 0x100000;
-				event(1, 0, old, 4096 + (uint64_t)((i - 64) % 97) * 512, 0, 0);
-				event(2, 0, old, 0, 0, 0);
-				events += 2;
-			}
-		}
-		burst_ns[b] = (now_s() - t0) * 1e9 / (double)events;
-		bursts++;
-		nanosleep(&pause, NULL);
+	bursts = event_bursts(event, n, NULL, burst_ns);
+	printf("events, the recorder reading its clock: %.1f ns per event, median of %ld bursts of "
+	       "%d allocations (alloc, free requested, free completed; fastest burst %.1f ns)\n",
+	       burst_ns[bursts / 2], bursts, BURST, burst_ns[0]);
+	set_clock = (set_clock_fn)(uintptr_t)dlsym(lib, "memtrace_torch_clock");
+	if (set_clock) {
+		set_clock(tsc_now);
+		bursts = event_bursts(event, n, tsc_now, burst_ns);
+		printf("events, stamped with the TSC as PyTorch's hook stamps them (the read "
+		       "included): %.1f ns per event, median of %ld bursts (fastest %.1f ns)\n",
+		       burst_ns[bursts / 2], bursts, burst_ns[0]);
 	}
 	t1 = now_s();
 	for (long i = 0; i < n; i++) {
@@ -166,10 +210,6 @@ int main(int argc, char **argv)
 		sum += (uint64_t)rt.tv_nsec;
 	}
 	t3 = now_s();
-	qsort(burst_ns, (size_t)bursts, sizeof(double), by_value);
-	printf("events: %.1f ns per event, median of %ld bursts of %d allocations (alloc, free "
-	       "requested, free completed; fastest burst %.1f ns)\n",
-	       burst_ns[bursts / 2], bursts, BURST, burst_ns[0]);
 	printf("cuptiGetTimestamp: %.1f ns; clock_gettime(CLOCK_REALTIME), which the recorder "
 	       "reads "
 	       "where CUPTI's clock is that one: %.1f ns (%llu)\n",

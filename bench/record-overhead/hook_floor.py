@@ -49,10 +49,11 @@ def attacher(noop_lib, recorder, python_sites):
         site._wrap_autograd(torch)
 
     def attach():
-        bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int]
+        bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int]
         rc = bridge.memtrace_torch_bridge_attach(
             ctypes.cast(noop.mt_bench_event, ctypes.c_void_p),
-            ctypes.cast(noop.mt_bench_intern, ctypes.c_void_p), int(python_sites))
+            ctypes.cast(noop.mt_bench_intern, ctypes.c_void_p),
+            ctypes.cast(noop.mt_bench_clock, ctypes.c_void_p), int(python_sites))
         if rc != 0:
             sys.exit("hook_floor: PyTorch refused the hook")
     return attach

@@ -174,8 +174,9 @@ def _attach():
         bridge = ctypes.CDLL(_BRIDGE["so"])
         event = ctypes.cast(lib.memtrace_torch_event, ctypes.c_void_p)
         intern = ctypes.cast(lib.memtrace_intern_site, ctypes.c_void_p)
-        bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
-        rc = bridge.memtrace_torch_bridge_attach(event, intern, int(python))
+        clock = ctypes.cast(lib.memtrace_torch_clock, ctypes.c_void_p)
+        bridge.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int]
+        rc = bridge.memtrace_torch_bridge_attach(event, intern, clock, int(python))
     except (OSError, AttributeError) as e:
         rc = -1
         _BRIDGE["why"] = str(e)[:200]

@@ -49,16 +49,18 @@ def main():
         interned = []
         intern_type = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_char_p)
         event_type = ctypes.CFUNCTYPE(None)
+        clock_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
         def intern(s):
             interned.append(s.decode())
             return len(interned)
-        keep = (intern_type(intern), event_type(lambda: None))
-        lib.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int]
+        keep = (intern_type(intern), event_type(lambda: None), clock_type(lambda ticks_now: None))
+        lib.memtrace_torch_bridge_attach.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int]
         lib.memtrace_torch_bridge_work_begin.restype = ctypes.c_uint32
         lib.memtrace_torch_bridge_work_end.argtypes = [ctypes.c_uint32]
         check("attach", lib.memtrace_torch_bridge_attach(
-            ctypes.cast(keep[1], ctypes.c_void_p), ctypes.cast(keep[0], ctypes.c_void_p), 1) == 0)
+            ctypes.cast(keep[1], ctypes.c_void_p), ctypes.cast(keep[0], ctypes.c_void_p),
+            ctypes.cast(keep[2], ctypes.c_void_p), 1) == 0)
 
         def site_here():
             # work_begin sets the site of its caller's callers (it leaves out

@@ -296,6 +296,17 @@ def test_torch(tmp):
           {e["stream"] for e in req})
     delayed = [e for e in t.frees("request") if e["reuse"] > 0]
     check("torch: record_stream frees carry a reuse delay", len(delayed) >= 1, len(delayed))
+    # Requests are stamped on PyTorch's clock and mapped onto CUPTI's: the
+    # request that made a segment (served from its start) comes after the
+    # driver's allocation of it, and soon after.
+    gaps = []
+    for d in t.allocs("driver"):
+        near = [r["ts"] - d["ts"] for r in req
+                if r["addr"] == d["addr"] and abs(r["ts"] - d["ts"]) < 50_000_000]
+        if near:
+            gaps.append(min(near, key=abs))
+    check("torch: each segment's first request after its driver allocation, within 50 ms",
+          gaps and all(0 <= g < 50_000_000 for g in gaps), sorted(gaps)[:5])
 
 
 def marker_lines(path):

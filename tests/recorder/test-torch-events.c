@@ -11,7 +11,8 @@
  * a child forked while another thread was inside a drain: it must neither
  * hang on the torch lock nor write the parent's events; and the readings of
  * device memory asked for after an OOM and after a segment that raises the
- * reserved peak.
+ * reserved peak; and with PyTorch's clock given, events stamped with its
+ * ticks and mapped onto the recorder's clock at the drain.
  */
 #include "config.h"
 
@@ -38,7 +39,8 @@ enum {
 #define STACKS_SITE 99 /* what the rec_stacks_site stub answers */
 
 void memtrace_torch_event(int action, int device, uint64_t address, uint64_t bytes, uint64_t stream,
-                          uint32_t site);
+                          uint32_t site, uint64_t ticks);
+void memtrace_torch_clock(uint64_t (*ticks_now)(void));
 
 /* ---- the stubs ---- */
 
@@ -157,14 +159,14 @@ static void test_sequence(void)
 	const struct mt_event *e;
 
 	atomic_store(&now_ns, 0);
-	memtrace_torch_event(SEGMENT_ALLOC, 0, 0x100000, 2 * MiB, 7, 0); /* ts 10 */
-	memtrace_torch_event(ALLOC, 0, 0x100000, 512, 7, 5);             /* 20 */
-	memtrace_torch_event(ALLOC, 0, 0x100200, 1024, 7, 0);            /* 30 */
-	memtrace_torch_event(FREE_REQUESTED, 0, 0x100000, 512, 7, 0);    /* 40 */
-	memtrace_torch_event(ALLOC, 0, 0x100600, 256, 0, 6);             /* 50 */
-	memtrace_torch_event(FREE_COMPLETED, 0, 0x100000, 0, 7, 0);      /* 60 */
-	memtrace_torch_event(SEGMENT_FREE, 0, 0x100000, 2 * MiB, 7, 0);  /* 70 */
-	memtrace_torch_event(OOM, 0, 12345, 1 * GiB, 7, 0);              /* 80 */
+	memtrace_torch_event(SEGMENT_ALLOC, 0, 0x100000, 2 * MiB, 7, 0, 0); /* ts 10 */
+	memtrace_torch_event(ALLOC, 0, 0x100000, 512, 7, 5, 0);             /* 20 */
+	memtrace_torch_event(ALLOC, 0, 0x100200, 1024, 7, 0, 0);            /* 30 */
+	memtrace_torch_event(FREE_REQUESTED, 0, 0x100000, 512, 7, 0, 0);    /* 40 */
+	memtrace_torch_event(ALLOC, 0, 0x100600, 256, 0, 6, 0);             /* 50 */
+	memtrace_torch_event(FREE_COMPLETED, 0, 0x100000, 0, 7, 0, 0);      /* 60 */
+	memtrace_torch_event(SEGMENT_FREE, 0, 0x100000, 2 * MiB, 7, 0, 0);  /* 70 */
+	memtrace_torch_event(OOM, 0, 12345, 1 * GiB, 7, 0, 0);              /* 80 */
 	/* the calling thread only queued them */
 	CHECK(sunk_count() == base);
 	rec_torch_drain();
@@ -190,16 +192,16 @@ static void test_sequence(void)
 	CHECK(e[6].failed.site == STACKS_SITE && e[6].failed.api == MT_API_TORCH);
 	CHECK(e[6].failed.layer == MT_LAYER_REQUEST);
 	/* freed again, so the next cases start from zero on device 0 */
-	memtrace_torch_event(FREE_REQUESTED, 0, 0x100200, 1024, 7, 0);
-	memtrace_torch_event(FREE_COMPLETED, 0, 0x100200, 0, 7, 0);
-	memtrace_torch_event(FREE_REQUESTED, 0, 0x100600, 256, 0, 0);
-	memtrace_torch_event(FREE_COMPLETED, 0, 0x100600, 0, 0, 0);
+	memtrace_torch_event(FREE_REQUESTED, 0, 0x100200, 1024, 7, 0, 0);
+	memtrace_torch_event(FREE_COMPLETED, 0, 0x100200, 0, 7, 0, 0);
+	memtrace_torch_event(FREE_REQUESTED, 0, 0x100600, 256, 0, 0, 0);
+	memtrace_torch_event(FREE_COMPLETED, 0, 0x100600, 0, 0, 0, 0);
 	rec_torch_drain();
 }
 
 static void *alloc_on_stream_7(void *arg)
 {
-	memtrace_torch_event(ALLOC, 0, 0x200000, 64, 7, 1);
+	memtrace_torch_event(ALLOC, 0, 0x200000, 64, 7, 1, 0);
 	return NULL;
 }
 
@@ -212,15 +214,15 @@ static void test_streams(void)
 	pthread_t t;
 
 	for (int i = 0; i < 100; i++)
-		memtrace_torch_event(ALLOC, 0, 0x300000 + 0x100 * (uint64_t)i, 64, 7, 1);
+		memtrace_torch_event(ALLOC, 0, 0x300000 + 0x100 * (uint64_t)i, 64, 7, 1, 0);
 	pthread_create(&t, NULL, alloc_on_stream_7, NULL);
 	pthread_join(t, NULL);
 	current_device = 1;
-	memtrace_torch_event(ALLOC, 1, 0x400000, 64, 0, 1);
+	memtrace_torch_event(ALLOC, 1, 0x400000, 64, 0, 1, 0);
 	current_device = 0;
-	memtrace_torch_event(ALLOC, 0, 0x400100, 64, 0, 1);
-	memtrace_torch_event(ALLOC, 1, 0x400200, 64, 0, 1);
-	memtrace_torch_event(ALLOC, 0, 0x400300, 64, 7, 1);
+	memtrace_torch_event(ALLOC, 0, 0x400100, 64, 0, 1, 0);
+	memtrace_torch_event(ALLOC, 1, 0x400200, 64, 0, 1, 0);
+	memtrace_torch_event(ALLOC, 0, 0x400300, 64, 7, 1, 0);
 	rec_torch_drain();
 	/* (0, 7) and (0, 0) were known from test_sequence; (1, 0) is new */
 	CHECK(atomic_load(&stream_lookups) == before + 1);
@@ -245,10 +247,10 @@ static void test_full_ring(void)
 	size_t mid, wrong = 0;
 
 	for (uint64_t i = 0; i < n; i++)
-		memtrace_torch_event(ALLOC, 2, 0x1000 * (i + 1), 16, 7, 1);
+		memtrace_torch_event(ALLOC, 2, 0x1000 * (i + 1), 16, 7, 1, 0);
 	mid = sunk_count() - base;
 	CHECK(mid > 0 && mid < n);
-	memtrace_torch_event(SEGMENT_ALLOC, 2, 0, 2 * MiB, 7, 0);
+	memtrace_torch_event(SEGMENT_ALLOC, 2, 0, 2 * MiB, 7, 0, 0);
 	rec_torch_drain();
 	CHECK(sunk_count() == base + n + 1);
 	if (sunk_count() != base + n + 1)
@@ -268,8 +270,8 @@ static void test_close(void)
 	size_t base = sunk_count();
 
 	atomic_store(&now_ns, 1000);
-	memtrace_torch_event(FREE_REQUESTED, 3, 0xabc000, 4096, 7, 0); /* ts 1010 */
-	memtrace_torch_event(ALLOC, 3, 0xdef000, 128, 7, 1);           /* 1020 */
+	memtrace_torch_event(FREE_REQUESTED, 3, 0xabc000, 4096, 7, 0, 0); /* ts 1010 */
+	memtrace_torch_event(ALLOC, 3, 0xdef000, 128, 7, 1, 0);           /* 1020 */
 	rec_torch_close();
 	CHECK(sunk_count() == base + 2);
 	if (sunk_count() != base + 2)
@@ -295,7 +297,7 @@ static void test_fork(void)
 	int status = -1;
 
 	for (uint64_t i = 1; i <= 3; i++)
-		memtrace_torch_event(ALLOC, 4, 0xa0 + i, 8, 7, 1);
+		memtrace_torch_event(ALLOC, 4, 0xa0 + i, 8, 7, 1, 0);
 	atomic_store(&blocked, 0);
 	atomic_store(&block_push, 1);
 	pthread_create(&t, NULL, drain_thread, NULL);
@@ -306,7 +308,7 @@ static void test_fork(void)
 		size_t child_base = sunk_count();
 		alarm(20); /* a hang on the torch lock fails the case */
 		rec_torch_after_fork_child();
-		memtrace_torch_event(ALLOC, 4, 0xc1, 8, 7, 1);
+		memtrace_torch_event(ALLOC, 4, 0xc1, 8, 7, 1, 0);
 		rec_torch_drain();
 		CHECK(sunk_count() == child_base + 1);
 		CHECK(sunk_len > 0 && sunk[sunk_len - 1].alloc.address == 0xc1);
@@ -344,7 +346,7 @@ static void test_readings(void)
 
 	n_readings = 0;
 	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
-		memtrace_torch_event(seq[i].action, 5, 0x900000, seq[i].bytes, 7, 0);
+		memtrace_torch_event(seq[i].action, 5, 0x900000, seq[i].bytes, 7, 0, 0);
 		ts[i] = atomic_load(&now_ns);
 	}
 	rec_torch_drain();
@@ -362,12 +364,56 @@ static void test_disabled(void)
 	size_t base = sunk_count();
 
 	atomic_store(&rec_state.enabled, false);
-	memtrace_torch_event(ALLOC, 0, 0x500000, 64, 7, 1);
+	memtrace_torch_event(ALLOC, 0, 0x500000, 64, 7, 1, 0);
 	atomic_store(&rec_state.enabled, true);
-	memtrace_torch_event(ALLOC, -1, 0x500000, 64, 7, 1);
-	memtrace_torch_event(ALLOC, REC_MAX_DEVICES, 0x500000, 64, 7, 1);
+	memtrace_torch_event(ALLOC, -1, 0x500000, 64, 7, 1, 0);
+	memtrace_torch_event(ALLOC, REC_MAX_DEVICES, 0x500000, 64, 7, 1, 0);
 	rec_torch_drain();
 	CHECK(sunk_count() == base);
+}
+
+/* PyTorch's clock as the fake has it: 3 ticks a nanosecond of the rec_now
+ * stub's clock, from 1000 (read without moving that clock). */
+static uint64_t fake_ticks(void)
+{
+	return 3 * atomic_load(&now_ns) + 1000;
+}
+
+/* With PyTorch's clock given, the calling thread reads no clock of its own,
+ * and a drain maps the ticks each event carries onto rec_now's nanoseconds
+ * (to within the anchors' 5 ns: ticks are read between two rec_now calls
+ * 10 ns apart and pinned to their middle). Last: the clock stays given. */
+static void test_clock(void)
+{
+	size_t base = sunk_count();
+	uint64_t before, at[3];
+	const struct mt_event *e;
+
+	memtrace_torch_clock(fake_ticks);
+	atomic_fetch_add(&now_ns, 1000000);
+	before = atomic_load(&now_ns);
+	at[0] = before - 900000;
+	at[1] = before - 400000;
+	at[2] = before - 123;
+	memtrace_torch_event(ALLOC, 6, 0x700000, 64, 7, 1, 3 * at[0] + 1000);
+	memtrace_torch_event(FREE_REQUESTED, 6, 0x700000, 64, 7, 0, 3 * at[1] + 1000);
+	memtrace_torch_event(FREE_COMPLETED, 6, 0x700000, 0, 7, 0, 3 * at[2] + 1000);
+	CHECK(atomic_load(&now_ns) == before);
+	rec_torch_drain();
+	CHECK(sunk_count() == base + 2);
+	if (sunk_count() != base + 2)
+		return;
+	e = &sunk[base];
+	CHECK(e[0].kind == MT_EVENT_ALLOC && e[0].ts + 10 >= at[0] && e[0].ts <= at[0] + 10);
+	CHECK(e[1].kind == MT_EVENT_FREE && e[1].ts + 10 >= at[1] && e[1].ts <= at[1] + 10);
+	CHECK(e[1].alloc.reuse_delay + 10 >= at[2] - at[1] &&
+	      e[1].alloc.reuse_delay <= at[2] - at[1] + 10);
+	/* given again, the first clock stays */
+	memtrace_torch_clock(NULL);
+	memtrace_torch_event(ALLOC, 6, 0x700000, 64, 7, 1, 3 * (before + 50) + 1000);
+	rec_torch_drain();
+	CHECK(sunk_count() == base + 3 && sunk[base + 2].ts + 10 >= before + 50 &&
+	      sunk[base + 2].ts <= before + 60);
 }
 
 int main(void)
@@ -381,6 +427,7 @@ int main(void)
 	TEST(test_fork);
 	TEST(test_readings);
 	TEST(test_disabled);
+	TEST(test_clock);
 	free(sunk);
 	return check_done();
 }
