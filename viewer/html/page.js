@@ -43,6 +43,8 @@ MT.Page = class {
     await parts;
     this.timings.complete = performance.now();
     this.draw();
+    await MT.warm(this);
+    this.timings.warm = performance.now();
   }
 
   globalMax() {
