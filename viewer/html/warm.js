@@ -4,10 +4,10 @@
 // same frame drawn again (up to 60 ms against 8; bench/RESULTS.md). So once
 // every part of the data is in, the page draws, off screen, a window at
 // each level about the peak and a few raw ones, each panned once, one task
-// each (the mouse and the keyboard are served between them). Nothing shown
-// changes: these frames paint into pixels of their own and fill scratch
-// arrays of their own, whose sizes the page then takes over (the first
-// heavy frame then allocates nothing).
+// each (the mouse and the keyboard are served between them), and grows
+// its scratch arrays on the way. Nothing shown changes: these frames paint
+// into pixels of their own, and the page's own frame is drawn again after
+// each.
 
 // The windows [a, b) warmed for data d drawn W columns wide: per level,
 // about the peak, bins a column wide; then raw ones, from the finest
@@ -24,34 +24,37 @@ MT.warmWindows = function (d, W) {
   return out;
 };
 
-// One frame of window [a, b) and its pan by 5 % of the columns, into the
-// warm state (pixels, what was painted, scratch arrays) and back.
-MT.warmFrame = function (page, warm, a, b) {
-  const d = page.data, W = page.plot.w, shown = [page.pixels, page.painted, d.scratches];
-  [page.pixels, page.painted, d.scratches] = [warm.pixels, warm.painted, warm.scratches];
+// One frame of window [a, b) and its pan by 5 % of the columns, painted
+// into pixels of their own; then the page's own frame drawn again (these
+// frames took over the scratch arrays it read).
+MT.warmFrame = function (page, pixels, a, b) {
+  const d = page.data, W = page.plot.w, shown = page.pixels;
+  page.pixels = pixels;
+  page.painted = null;
   try {
     page.paint(new MT.Frame(d, a, b, W));
     const dx = Math.round(0.05 * W) * (b - a) / W;
     if (b + dx <= d.span) page.paint(new MT.Frame(d, a + dx, b + dx, W));
   } finally {
-    [warm.painted, warm.scratches] = [page.painted, d.scratches];
-    [page.pixels, page.painted, d.scratches] = shown;
+    page.pixels = shown;
+    page.painted = null;
+    page.frameKey = null;
   }
+  page.draw();
 };
 
 // Warms the page's timeline code (after its last part and its first draw
-// of the whole data). Resolves when done; the page's scratch arrays are
-// then at least as long as the warm frames needed.
+// of the whole data). Resolves when done.
 MT.warm = async function (page) {
   const d = page.data;
   if (!d.levels.length || !page.plot) return; // small traces: every frame is cheap
-  const warm = { pixels: new Uint32Array(page.pixels.length), painted: null, scratches: {} };
-  for (const [a, b] of MT.warmWindows(d, page.plot.w)) {
-    await new Promise((resolve) => setTimeout(resolve, 0));
-    MT.warmFrame(page, warm, a, b);
-  }
-  for (const [name, v] of Object.entries(warm.scratches)) {
-    const s = d.scratches[name];
-    if (!s || s.length < v.length) d.scratches[name] = v;
+  let pixels = null;
+  for (let r = 0; r < MT.warmRounds; r++) {
+    for (const [a, b] of MT.warmWindows(d, page.plot.w)) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      if (!pixels || pixels.length !== page.pixels.length) pixels = new Uint32Array(page.pixels.length);
+      MT.warmFrame(page, pixels, a, b);
+    }
   }
 };
+MT.warmRounds = 1;
