@@ -5,9 +5,9 @@
 // every part of the data is in, the page draws, off screen, a window at
 // each level about the peak and a few raw ones, each panned once, one task
 // each (the mouse and the keyboard are served between them), MT.warmRounds
-// times, and grows its scratch arrays on the way. Nothing shown changes: these frames paint
-// into pixels of their own, and the page's own frame is drawn again after
-// each.
+// times, and grows its scratch arrays on the way. Nothing shown changes:
+// these frames paint into pixels of their own, and the page's own frame is
+// computed again after each.
 
 // (one round left most of the frame code at V8's middle tier, Maglev, and
 // the heaviest first frames at 1.3 times their time drawn again; three
@@ -30,8 +30,9 @@ MT.warmWindows = function (d, W) {
 };
 
 // One frame of window [a, b) and its pan by 5 % of the columns, painted
-// into pixels of their own; then the page's own frame drawn again (these
-// frames took over the scratch arrays it read).
+// into pixels of their own; then the page's own frame computed again
+// (these frames took over the scratch arrays it read; its pixels are
+// painted again at the next draw).
 MT.warmFrame = function (page, pixels, a, b) {
   const d = page.data, W = page.plot.w, shown = page.pixels;
   page.pixels = pixels;
@@ -44,8 +45,8 @@ MT.warmFrame = function (page, pixels, a, b) {
     page.pixels = shown;
     page.painted = null;
     page.frameKey = null;
+    page.frame = new MT.Frame(d, page.a, page.b, W);
   }
-  page.draw();
 };
 
 // Warms the page's timeline code (after its last part and its first draw
@@ -61,4 +62,5 @@ MT.warm = async function (page) {
       MT.warmFrame(page, pixels, a, b);
     }
   }
+  page.draw();
 };
