@@ -152,6 +152,17 @@ def check_parts(b, html):
                     "mtPage.timings.interactive <= mtPage.timings.complete]")
     if got[0] < 1 or got[1] < 2 or not got[2] or got[3] < 1 or got[4] or not got[5]:
         fail("synth-large: levels, chunks, complete, long, partial, first frame first: %s" % got)
+    # the warm-up (viewer/html/warm.js) ran after the last part and left the
+    # window, the moment and the frame shown as they were
+    got = page.eval("""(() => {
+      const p = mtPage, d = p.data, F = p.frame, shown = [F.moment, F.total, F.ind].map((v) => v.slice());
+      const G = new MT.Frame(d, p.a, p.b, p.plot.w); // (in the scratch arrays F reads: hence the copies)
+      const same = (u, v) => u.length === v.length && u.every((x, k) => x === v[k]);
+      return [p.timings.warm >= p.timings.complete, p.a === 0 && p.b === d.span, p.moment === d.meta.peak_at,
+        same(shown[0], G.moment) && same(shown[1], G.total) && same(shown[2], G.ind)];
+    })()""")
+    if got != [True] * 4:
+        fail("synth-large: warmed after the last part, window, moment, frame as shown: %s" % got)
 
 
 def check_policies(b, html):

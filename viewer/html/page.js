@@ -12,9 +12,15 @@ MT.Page = class {
     this.fit = false;
     this.policy = "recorded";
     this.timings = { start: performance.now() };
-    // (the fields that drawing sets, here first: one shape for the page)
+    // (the fields set later, here first: one shape for the page, so that
+    // code compiled before the first click or key press is kept then)
     this.frame = this.frameKey = this.image = this.pixels = this.painted = this.plot = this.client = null;
-    this.lastPhases = null;
+    this.lastPhases = this.data = this.query = this.hovered = this.anatomyShown = this.panelsKey = this.lastHash = null;
+    // (NaN: numbers, not small integers, from the start)
+    this.a = this.b = this.moment = this.hoverMoment = this.ymax = this.ymaxAll = this.scale = this.dpr = NaN;
+    this.lastFrameMs = NaN;
+    this.panelsWidth = 0;
+    this.fixed = this.pending = false;
   }
 
   // The first frame from the first buffer, before the browser reads on;
@@ -43,6 +49,8 @@ MT.Page = class {
     await parts;
     this.timings.complete = performance.now();
     this.draw();
+    await MT.warm(this);
+    this.timings.warm = performance.now();
   }
 
   globalMax() {

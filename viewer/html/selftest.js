@@ -74,7 +74,7 @@ MT.hovered = function (page) {
 MT.timings = function (page) {
   const t = page.timings;
   return { script_start_ms: t.start, first_buffer_ms: t.read, decoded_ms: t.decoded, interactive_ms: t.interactive,
-    complete_ms: t.complete };
+    complete_ms: t.complete, warm_ms: t.warm };
 };
 
 // Pan and zoom frames as a person would make them: from the whole trace
