@@ -1,6 +1,8 @@
 """The OOM story in a loop: on a side stream, allocate 1 GiB tensors until
 PyTorch raises torch.cuda.OutOfMemoryError, catch it, free everything, and
-do it again, --rounds times (default 7): --rounds OOMs, each caught.
+do it again, --rounds times (default 7): --rounds OOMs, each caught. Each
+tensor is filled (a kernel on the side stream) once allocated, all inside
+the NVTX range "fill-until-oom": the kernel and range live at each OOM.
 
   memtrace record -o oom.db -- python3 samples/torch/oom_loop.py --json oom.json
 
@@ -29,12 +31,15 @@ def main():
     ooms = most = 0
     for _ in range(a.rounds):
         held = []
+        torch.cuda.nvtx.range_push("fill-until-oom")
         with torch.cuda.stream(side):
             try:
                 while True:
                     held.append(torch.empty(GiB, dtype=torch.uint8, device="cuda"))
+                    held[-1].fill_(1)
             except torch.cuda.OutOfMemoryError:
                 ooms += 1
+        torch.cuda.nvtx.range_pop()
         most = max(most, len(held))
         del held
         side.synchronize()

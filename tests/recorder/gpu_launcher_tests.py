@@ -320,6 +320,12 @@ def report_ooms(out):
     except (ValueError, KeyError, IndexError):
         d = {"oom_summary": {}, "ooms": []}
     check("oom: report says 7 OOMs", d["oom_summary"].get("count") == 7, d["oom_summary"])
+    unnamed = [(o["at_ns"], o.get("context")) for o in d["ooms"]
+               if (o.get("context") or {}).get("kernel_times") != "launch"
+               or "FillFunctor" not in ((o["context"].get("kernel") or {}).get("name") or "")
+               or o["context"].get("range") != "fill-until-oom"]
+    check("oom: each OOM names the fill kernel launched last before it (launch times) and "
+          "its NVTX range", d["ooms"] and not unnamed, unnamed[:2])
     far = [(o["at_ns"], (o.get("anatomy") or {}).get("reading_at_ns")) for o in d["ooms"]
            if not o.get("anatomy")
            or abs(o["anatomy"]["reading_at_ns"] - o["at_ns"]) > 2 * MS

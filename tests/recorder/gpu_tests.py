@@ -307,6 +307,17 @@ def test_torch(tmp):
             gaps.append(min(near, key=abs))
     check("torch: each segment's first request after its driver allocation, within 50 ms",
           gaps and all(0 <= g < 50_000_000 for g in gaps), sorted(gaps)[:5])
+    rep = subprocess.run([MEMTRACE, "report", out, "--json"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        ctx = json.loads(rep.stdout)["devices"][0]["context"]
+    except (ValueError, KeyError, IndexError):
+        ctx = {}
+    kernel = ctx.get("kernel") or {}
+    check("torch: the report names the kernel launched last before the peak (launch times) "
+          "and its NVTX range", ctx.get("kernel_times") == "launch"
+          and "FillFunctor" in kernel.get("name", "") and ctx.get("range") == "peak-phase",
+          (ctx.get("kernel_times"), kernel.get("name", "")[:80], ctx.get("range")))
 
 
 def marker_lines(path):

@@ -1,5 +1,6 @@
 """A small PyTorch run for the gpu suite: tensors of assorted sizes on two
-streams, a matmul, frees in mixed order, one record_stream; prints PyTorch's
+streams, a matmul, frees in mixed order, one record_stream, the peak in an
+NVTX range right after a fill kernel; prints PyTorch's
 own figures as JSON on the last line (the request counts are the native
 allocator's; under backend:cudaMallocAsync PyTorch does not keep them)."""
 import json
@@ -22,8 +23,12 @@ for i in range(200):
     del a, b
     if len(keep) > 20:
         keep.pop(0)
+# the peak: inside an NVTX range, right after a kernel on this stream
+torch.cuda.nvtx.range_push("peak-phase")
+filled = torch.ones(4096, device="cuda")
 big = torch.empty(300 << 20, dtype=torch.uint8, device="cuda")
-del big, keep
+torch.cuda.nvtx.range_pop()
+del big, keep, filled
 torch.cuda.synchronize()
 stats = torch.cuda.memory_stats()
 print(json.dumps({
