@@ -128,10 +128,10 @@ static int radix_sort(uint32_t **idx, uint32_t **tmp, size_t n, const uint64_t *
  * past[j] the number of starts before j's end, or leaves * LEAF when that is
  * all n of them (the ranks past n hold no start, so covering them changes
  * no overlap and lets the request cover its last leaf whole). order[r] is
- * the request of rank r; key, tmp and tmp2 are scratch of n. Returns 0 or
- * -EINTR (radix_sort). */
+ * the request of rank r; key and tmp are scratch of n. Returns 0, -ENOMEM
+ * or -EINTR (radix_sort). */
 static int rank_requests(struct planner *pl, size_t n, uint32_t **order, uint32_t **tmp,
-                         uint32_t **tmp2, uint64_t *key, volatile int *interrupted)
+                         uint64_t *key, volatile int *interrupted)
 {
 	const struct mt_plan_request *reqs = pl->reqs;
 	bool sorted = true;
@@ -144,26 +144,30 @@ static int rank_requests(struct planner *pl, size_t n, uint32_t **order, uint32_
 		return -EINTR;
 	for (size_t r = 0; r < n; r++)
 		pl->first[(*order)[r]] = (uint32_t)r;
-	size_t m = 0; /* requests that end, sorted by end below */
-	for (size_t i = 0; i < n; i++) {
-		key[i] = reqs[i].end;
-		if (reqs[i].end != UINT32_MAX)
-			(*tmp)[m++] = (uint32_t)i;
-		else
-			pl->past[i] = (uint32_t)n;
-	}
-	if (radix_sort(tmp, tmp2, m, key, interrupted) < 0)
-		return -EINTR;
-	size_t r = 0;
-	for (size_t i = 0; i < m; i++) {
-		uint32_t j = (*tmp)[i];
-		while (r < n && reqs[(*order)[r]].start < reqs[j].end)
-			r++;
-		pl->past[j] = (uint32_t)r;
-	}
+	/* starts counted by position, in buckets of 2^shift positions (at
+	 * most 2n + 2 buckets): before[b] starts lie in the buckets below b,
+	 * and those of bucket b are the ranks [before[b], before[b + 1]) */
+	uint32_t last = n ? reqs[(*order)[n - 1]].start : 0;
+	unsigned shift = 0;
+	while ((last >> shift) > 2 * n)
+		shift++;
+	size_t buckets = ((size_t)last >> shift) + 2;
+	uint32_t *before = calloc(buckets, sizeof(uint32_t));
+	if (!before)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		if (pl->past[i] == n)
-			pl->past[i] = (uint32_t)(pl->leaves * LEAF);
+		before[(reqs[i].start >> shift) + 1]++;
+	for (size_t b = 1; b < buckets; b++)
+		before[b] += before[b - 1];
+	for (size_t j = 0; j < n; j++) {
+		uint32_t end = reqs[j].end;
+		size_t b = end >> shift, r = n;
+		if (b + 1 < buckets)
+			for (r = before[b]; r < before[b + 1] && reqs[(*order)[r]].start < end; r++)
+				;
+		pl->past[j] = r == n ? (uint32_t)(pl->leaves * LEAF) : (uint32_t)r;
+	}
+	free(before);
 	return 0;
 }
 
@@ -468,7 +472,6 @@ int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_
 	struct placer w = { .pl = &pl, .offset = offset };
 	uint8_t *side = NULL; /* per position in the size order */
 	uint32_t *order = malloc(cap * sizeof(uint32_t)), *tmp = malloc(cap * sizeof(uint32_t));
-	uint32_t *tmp2 = malloc(cap * sizeof(uint32_t));
 	uint64_t *key = calloc(cap, sizeof(uint64_t)); /* calloc: gcc 12 sees no write when n = 0 */
 	int rc = -ENOMEM;
 	*arena = 0;
@@ -477,12 +480,10 @@ int rp_plan_greedy_by_size(const struct mt_plan_request *reqs, size_t n, uint64_
 	pl.first = malloc(cap * sizeof(uint32_t));
 	pl.past = malloc(cap * sizeof(uint32_t));
 	pl.node = calloc(2 * pl.leaves, sizeof(*pl.node));
-	if (!order || !tmp || !tmp2 || !key || !pl.first || !pl.past || !pl.node)
+	if (!order || !tmp || !key || !pl.first || !pl.past || !pl.node)
 		goto out;
-	if ((rc = rank_requests(&pl, n, &order, &tmp, &tmp2, key, interrupted)) < 0)
+	if ((rc = rank_requests(&pl, n, &order, &tmp, key, interrupted)) < 0)
 		goto out;
-	free(tmp2);
-	tmp2 = NULL;
 	/* largest first; stable over the start order: earlier start first */
 	for (size_t i = 0; i < n; i++)
 		key[i] = UINT64_MAX - size_of(&pl, i);
@@ -519,7 +520,6 @@ out:
 	release(&pl);
 	free(order);
 	free(tmp);
-	free(tmp2);
 	free(key);
 	return rc;
 }

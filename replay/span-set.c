@@ -52,6 +52,8 @@ int rp_span_set_add(struct rp_span_set *s, uint64_t lo, uint64_t hi)
 {
 	/* spans [i, j) overlap or touch [lo, hi): they become one */
 	size_t i = first_ending_above(s->span, 0, s->len, lo - (lo > 0)); /* hi >= lo */
+	if (i < s->len && s->span[i].lo <= lo && s->span[i].hi >= hi)
+		return 0; /* held already: no second search */
 	size_t j = i, n = s->len;
 	while (j < n) {
 		size_t mid = j + (n - j) / 2;
@@ -60,8 +62,6 @@ int rp_span_set_add(struct rp_span_set *s, uint64_t lo, uint64_t hi)
 		else
 			n = mid;
 	}
-	if (j == i + 1 && s->span[i].lo <= lo && s->span[i].hi >= hi)
-		return 0;
 	if (j > i) {
 		if (s->span[i].lo < lo)
 			lo = s->span[i].lo;

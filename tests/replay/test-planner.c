@@ -209,15 +209,18 @@ static uint64_t plan_plainly(const struct mt_plan_request *r, size_t n, uint64_t
 	return arena;
 }
 
-/* n requests over 2n positions, each alloc before its free; lifetimes of
- * about `life` positions (some never freed); sizes from `nsizes` values
- * (few values: many ties). shuffled: request indices not in start order. */
-static struct mt_plan_request *make(size_t n, uint64_t life, unsigned nsizes, bool shuffled)
+/* n requests over 2n positions, each alloc before its free, positions
+ * `spread` apart; lifetimes of about `life` of those steps (some never
+ * freed); sizes from `nsizes` values (few values: many ties). shuffled:
+ * request indices not in start order. */
+static struct mt_plan_request *make(size_t n, uint64_t life, unsigned nsizes, bool shuffled,
+                                    uint32_t spread)
 {
 	struct mt_plan_request *r = malloc(n * sizeof(*r));
 	REQUIRE(r);
 	for (size_t i = 0; i < n; i++) {
-		uint32_t start = (uint32_t)(2 * i), len = (uint32_t)(1 + next() % (2 * life));
+		uint32_t start = (uint32_t)(2 * i * spread);
+		uint32_t len = (uint32_t)(1 + next() % (2 * life * spread));
 		uint64_t bytes = 512 * (1 + next() % nsizes) - next() % 3 * 100;
 		r[i] = (struct mt_plan_request){ start, next() % 16 ? start + len : UINT32_MAX,
 			                         next() % 50 ? bytes : 0 };
@@ -233,9 +236,10 @@ static struct mt_plan_request *make(size_t n, uint64_t life, unsigned nsizes, bo
 	return r;
 }
 
-static void check_plan(size_t n, uint64_t life, unsigned nsizes, bool shuffled, uint64_t align)
+static void check_plan(size_t n, uint64_t life, unsigned nsizes, bool shuffled, uint64_t align,
+                       uint32_t spread)
 {
-	struct mt_plan_request *r = make(n, life, nsizes, shuffled);
+	struct mt_plan_request *r = make(n, life, nsizes, shuffled, spread);
 	uint64_t *want = malloc((n ? n : 1) * sizeof(*want));
 	uint64_t *got = malloc((n ? n : 1) * sizeof(*got));
 	uint64_t arena = 1, placed = UINT64_MAX;
@@ -259,20 +263,24 @@ static void test_plan_matches_greedy(void)
 {
 	const uint64_t lives[] = { 1, 3, 20, 100, 2000 };
 	const unsigned sizes[] = { 1, 4, 300 };
-	check_plan(0, 1, 1, false, 512);
-	check_plan(1, 1, 1, false, 512);
+	check_plan(0, 1, 1, false, 512, 1);
+	check_plan(1, 1, 1, false, 512, 1);
 	for (size_t l = 0; l < sizeof(lives) / sizeof(*lives); l++)
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(*sizes); s++)
 			for (size_t n = 31; n < 1500; n = n * 3 + 7)
-				check_plan(n, lives[l], sizes[s], (n + l) % 2, s == 1 ? 1 : 512);
+				check_plan(n, lives[l], sizes[s], (n + l) % 2, s == 1 ? 1 : 512, 1);
 	/* trees of several levels above the leaves */
-	check_plan(6000, 100, 300, false, 512);
-	check_plan(6000, 700, 4, true, 512);
+	check_plan(6000, 100, 300, false, 512, 1);
+	check_plan(6000, 700, 4, true, 512, 1);
+	/* positions far apart (the starts counted several positions a bucket),
+	 * up to near 2^32 */
+	check_plan(3000, 50, 300, true, 512, 3);
+	check_plan(3000, 50, 300, false, 512, 600000);
 }
 
 static void test_plan_interrupted(void)
 {
-	struct mt_plan_request *r = make(5000, 50, 10, false);
+	struct mt_plan_request *r = make(5000, 50, 10, false, 1);
 	uint64_t *off = malloc(5000 * sizeof(*off)), arena;
 	volatile int stop = 1;
 	REQUIRE(off);
