@@ -42,6 +42,12 @@ struct an_observer {
 int an_keep(struct mt_analysis *d, const uint64_t *moments, size_t n, const struct an_observer *obs,
             size_t **tags);
 
+/* anatomy.c: the moments an anatomy at `at` may weigh lie in [*from, *to]:
+ * `at` and the samples it tries (samples in time order), so lifetimes live
+ * at some moment of that span are all it needs (mt_reader_lifetimes_during). */
+void an_anatomy_span(const struct mt_sample *samples, size_t nsamples, uint64_t at, uint64_t *from,
+                     uint64_t *to);
+
 /* anatomy.c: mt_anatomy_compute with the driver-layer bytes live at each
  * sample's time given (NULL: computed from the lifetimes) and whether the
  * recorded segments are known apart from segs (which may hold only those

@@ -71,20 +71,11 @@ char *mt_anatomy_reading(const struct mt_anatomy *a, uint64_t t0, char *buf, siz
 
 #define SAME_DRIVER_CANDIDATES 64 /* samples tried, nearest first */
 
-/* The sample to measure against (see the top). *same: the driver-layer
- * memory at its time is the same as at `at` (drv: the driver-layer
- * lifetimes, NULL when unknown; drv_at_sample: the bytes they hold at each
- * sample's time, NULL to compute them from drv). */
-static const struct mt_sample *sample_for(const struct mt_sample *s, size_t n, uint64_t at,
-                                          const struct mt_lifetime *drv, size_t ndrv,
-                                          const uint64_t *drv_at_sample, bool *same)
+/* The first sample after at. */
+static size_t samples_after(const struct mt_sample *s, size_t n, uint64_t at)
 {
-	size_t lo = 0, hi = n, before, after, tries;
-	uint64_t driver_at;
+	size_t lo = 0, hi = n;
 
-	*same = false;
-	if (!n)
-		return NULL;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -93,6 +84,36 @@ static const struct mt_sample *sample_for(const struct mt_sample *s, size_t n, u
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+void an_anatomy_span(const struct mt_sample *samples, size_t nsamples, uint64_t at, uint64_t *from,
+                     uint64_t *to)
+{
+	size_t after = samples_after(samples, nsamples, at);
+	size_t first = after > SAME_DRIVER_CANDIDATES ? after - SAME_DRIVER_CANDIDATES : 0;
+	size_t last = nsamples - after > SAME_DRIVER_CANDIDATES ? after + SAME_DRIVER_CANDIDATES
+	                                                        : nsamples;
+
+	*from = first < nsamples && samples[first].ts < at ? samples[first].ts : at;
+	*to = last > after && samples[last - 1].ts > at ? samples[last - 1].ts : at;
+}
+
+/* The sample to measure against (see the top). *same: the driver-layer
+ * memory at its time is the same as at `at` (drv: the driver-layer
+ * lifetimes, NULL when unknown; drv_at_sample: the bytes they hold at each
+ * sample's time, NULL to compute them from drv). */
+static const struct mt_sample *sample_for(const struct mt_sample *s, size_t n, uint64_t at,
+                                          const struct mt_lifetime *drv, size_t ndrv,
+                                          const uint64_t *drv_at_sample, bool *same)
+{
+	size_t lo, before, after, tries;
+	uint64_t driver_at;
+
+	*same = false;
+	if (!n)
+		return NULL;
+	lo = samples_after(s, n, at);
 	/* candidates outward from at: s[before - 1] going back, s[after] forward */
 	before = lo;
 	after = lo;

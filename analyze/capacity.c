@@ -117,24 +117,33 @@ int mt_capacity_recorded(struct mt_reader *r, uint32_t device, uint64_t at, stru
 	uint64_t peak = 0;
 	int rc;
 
-	*c = (struct mt_capacity){ .device_total = dev ? dev->total_bytes : 0 };
+	*c = (struct mt_capacity){ .device_total = dev ? dev->total_bytes : 0, .at = at };
 	c->bytes = c->device_total;
 	if (!dev)
 		return an_fail(err, errlen, -ENOENT, "the trace has no device row %u", device);
 	rc = mt_reader_kind_stats(r, &q, st);
-	if (rc == 0)
-		rc = mt_reader_request_layer(r, &layer);
-	if (rc == 0 && at == MT_TIME_UNKNOWN)
+	/* without a reading or a device total the capacity is that total:
+	 * no moment to find (the peak is a pass over the whole trace) */
+	if (rc < 0 || !st[MT_EVENT_SAMPLE].events || !c->device_total)
+		goto out;
+	if ((rc = mt_reader_request_layer(r, &layer)) == 0 && at == MT_TIME_UNKNOWN)
 		rc = mt_reader_peak_live(r, &q, layer, &peak, &at);
 	c->at = at;
-	if (rc < 0 || !st[MT_EVENT_SAMPLE].events || !c->device_total)
+	if (rc < 0)
 		goto out;
 	if ((rc = mt_reader_lifetimes(r, &q, MT_LAYER_DRIVER, &drv, &ndrv)) < 0 ||
 	    (rc = mt_samples_load(r, device, &samples, &nsamples)) < 0)
 		goto out;
-	/* without driver-layer memory the requests stand for the allocator's */
-	if (!ndrv && (rc = mt_reader_lifetimes(r, &q, MT_LAYER_REQUEST, &req, &nreq)) < 0)
-		goto out;
+	/* without driver-layer memory the requests stand for the allocator's:
+	 * those live about `at` only (a trace of requests holds millions) */
+	if (!ndrv) {
+		uint64_t from, to;
+
+		an_anatomy_span(samples, nsamples, at, &from, &to);
+		if ((rc = mt_reader_lifetimes_during(r, &q, MT_LAYER_REQUEST, from, to, &req,
+		                                     &nreq)) < 0)
+			goto out;
+	}
 	rc = mt_anatomy_compute(&c->anatomy, ndrv ? drv : req, ndrv ? ndrv : nreq,
 	                        ndrv ? MT_LAYER_DRIVER : MT_LAYER_REQUEST, NULL, 0, samples,
 	                        nsamples, at, err, errlen);

@@ -325,7 +325,8 @@ struct mt_capacity {
 	                                   CUDA's total leaves out; 0 = not recorded */
 	uint64_t library_bytes;         /* driver allocations live at `at` that held no
 	                                   request (a request-layer trace only) */
-	uint64_t at;                    /* the moment (absolute) */
+	uint64_t at;                    /* the moment (absolute); MT_TIME_UNKNOWN as asked where
+	                                   there is no reading or device total to weigh */
 	struct mt_anatomy anatomy;      /* of the driver-layer memory at `at`, when from_reading */
 };
 

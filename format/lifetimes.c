@@ -76,6 +76,71 @@ int mt_reader_lifetimes(struct mt_reader *r, const struct mt_query *q, unsigned 
 	return 0;
 }
 
+struct during_ctx {
+	struct mt_pairing *pairing;
+	uint64_t from;
+	struct mt_lifetime *out;
+	size_t n, cap;
+	int err;
+};
+
+static int keep(struct during_ctx *c, const struct mt_lifetime *l)
+{
+	if (mt_array_grow((void **)&c->out, &c->cap, c->n, sizeof(*c->out)) < 0)
+		return -ENOMEM;
+	c->out[c->n++] = *l;
+	return 0;
+}
+
+/* Keeps each lifetime that ended after `from`; the live ones come at the
+ * end (keep_live). */
+static int visit_during(void *ctx, const struct mt_event *ev)
+{
+	struct during_ctx *c = ctx;
+	struct mt_pair_step st;
+	int rc = mt_pairing_step(c->pairing, ev, &st);
+
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	if (st.kind == MT_PAIR_BORN || st.live.l.end <= c->from)
+		return 0;
+	return keep(c, &st.live.l);
+}
+
+static void keep_live(void *data, struct mt_live *live)
+{
+	struct during_ctx *c = data;
+
+	if (!c->err)
+		c->err = keep(c, &live->l);
+}
+
+int mt_reader_lifetimes_during(struct mt_reader *r, const struct mt_query *q, unsigned layer,
+                               uint64_t from, uint64_t to, struct mt_lifetime **out, size_t *n)
+{
+	if (!out || !n || from > to || fmt_reader_ready(r) < 0)
+		return -EINVAL;
+	struct mt_query wq = q ? *q : (struct mt_query){ 0 };
+	struct during_ctx c = { .pairing = mt_pairing_new(), .from = from };
+	wq.from = 0;
+	wq.to = to == MT_TIME_UNKNOWN ? 0 : to + 1;
+	int err = c.pairing ? walk(r, &wq, layer, visit_during, &c) : -ENOMEM;
+	if (err == 0) {
+		mt_pairing_each(c.pairing, keep_live, &c);
+		err = c.err;
+	}
+	mt_pairing_free(c.pairing);
+	if (err < 0) {
+		free(c.out);
+		if (err == -ENOMEM)
+			mt_fail(r->message, FMT_MESSAGE_MAX, err, "out of memory");
+		return err;
+	}
+	*out = c.out;
+	*n = c.n;
+	return 0;
+}
+
 struct peak_ctx {
 	struct fmt_live_map live; /* value: bytes */
 	uint64_t bytes, peak, peak_ts;

@@ -492,6 +492,16 @@ void mt_pairing_free(struct mt_pairing *p);
  * start (NO_ALLOC ones at the time of their free). *out is malloc'd. */
 int mt_reader_lifetimes(struct mt_reader *r, const struct mt_query *q,
 			unsigned layer, struct mt_lifetime **out, size_t *n);
+/* The lifetimes of one layer (as mt_reader_lifetimes pairs them, for the
+ * query's device and process; its kinds and window are ignored) that are
+ * live at some moment of [from, to]: every one whose sum mt_live_at-style
+ * counting needs at those moments, and possibly a few more. Reads the
+ * trace up to `to` only, so one still live at `to` has end MT_TIME_UNKNOWN
+ * whenever it ends later; holds what is live at once, not the whole
+ * trace's lifetimes. In no particular order. *out is malloc'd. */
+int mt_reader_lifetimes_during(struct mt_reader *r, const struct mt_query *q,
+			       unsigned layer, uint64_t from, uint64_t to,
+			       struct mt_lifetime **out, size_t *n);
 
 /* Peak of live bytes (allocs minus frees, in event order) of one layer for
  * the selected device(s), and the timestamp it was first reached. Frees of

@@ -2,7 +2,8 @@
  * layer: a normal pair, a free without its alloc, an alloc never freed, a
  * second alloc at a live address, an address used again after its free,
  * the same address in two processes; peak live bytes per device and over
- * all; time windows; the request layer. Expected values worked out by hand
+ * all; time windows; the lifetimes live during a span, read only up to
+ * its end; the request layer. Expected values worked out by hand
  * from the event list below. */
 #include "config.h"
 
@@ -114,6 +115,48 @@ static void test_window(void)
 	check_lifetimes(r, &from30, MT_LAYER_REQUEST, windowed, 6);
 }
 
+/* Bytes live at ts among n lifetimes (born at start, or always when
+ * NO_ALLOC; live until end). */
+static uint64_t live_sum(const struct mt_lifetime *l, size_t n, uint64_t ts)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((l[i].flags & MT_LIFETIME_NO_ALLOC || l[i].start <= ts) &&
+		    (l[i].end == MT_TIME_UNKNOWN || ts < l[i].end))
+			sum += l[i].bytes;
+	return sum;
+}
+
+/* Those live at some moment of [32, 55] on device 0, read up to 55: 20-
+ * (200), 25-35 (150), -40 (50, never seen allocated), 50- (300, stranded
+ * only at 60, so still open at 55); not 10-30 (ended before) nor 60-70
+ * (born after). At every moment of the span they hold what all do. */
+static void test_during(void)
+{
+	struct mt_query d0 = { .device = dev[0], .from = 99, .to = 1 }; /* window ignored */
+	struct mt_query all0 = { .device = dev[0] };
+	struct mt_lifetime *l, *full;
+	size_t n, nfull;
+	static const uint64_t moments[] = { 32, 34, 35, 39, 40, 45, 50, 55 };
+
+	REQUIRE(mt_reader_lifetimes_during(r, &d0, MT_LAYER_REQUEST, 32, 55, &l, &n) == 0);
+	REQUIRE(mt_reader_lifetimes(r, &all0, MT_LAYER_REQUEST, &full, &nfull) == 0);
+	CHECKF(n == 4, "%zu lifetimes, want 4", n);
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		bytes += l[i].bytes;
+	CHECK(bytes == 200 + 150 + 50 + 300);
+	for (size_t i = 0; i < sizeof(moments) / sizeof(moments[0]); i++)
+		CHECKF(live_sum(l, n, moments[i]) == live_sum(full, nfull, moments[i]),
+		       "at %llu: %llu live, all lifetimes say %llu", (unsigned long long)moments[i],
+		       (unsigned long long)live_sum(l, n, moments[i]),
+		       (unsigned long long)live_sum(full, nfull, moments[i]));
+	CHECK(live_sum(l, n, 32) == 400 && live_sum(l, n, 50) == 500);
+	free(l);
+	free(full);
+	CHECK(mt_reader_lifetimes_during(r, &d0, MT_LAYER_REQUEST, 55, 32, &l, &n) == -EINVAL);
+}
+
 /* Peaks: device 0 reaches 100+200+150 = 450 at 25, then 300+400 on top of
  * 200 = 900 at 60 (the earlier 300 stays live); with device 1's 1000 the
  * total is 1900 at 60. */
@@ -160,6 +203,7 @@ int main(void)
 	TEST(test_pairs);
 	TEST(test_window);
 	TEST(test_peaks);
+	TEST(test_during);
 	mt_reader_free(r);
 	TEST(test_driver_only);
 	remove_trace(path);

@@ -51,11 +51,14 @@ else
     cp "$completion" "$work/fpath/_memtrace"
     ln -s "$(cd "$(dirname "$memtrace")" && pwd)/$(basename "$memtrace")" "$work/bin/memtrace"
     complete_line() { # LINE: what zsh's completion adds after LINE, sorted
-        # a loaded machine can lose the pty's first exchange: nothing added
-        # is asked again once (a broken completion adds nothing both times)
-        local got
-        got=$(zsh_complete "$1")
-        [ -n "$got" ] || got=$(zsh_complete "$1")
+        # a loaded machine can lose the pty's exchange: nothing added is
+        # asked again, up to three times in all (a broken completion adds
+        # nothing every time; twice was not enough at load 4 on 2 vCPUs)
+        local got="" _
+        for _ in 1 2 3; do
+            got=$(zsh_complete "$1")
+            [ -z "$got" ] || break
+        done
         printf '%s' "$got"
     }
     zsh_complete() {
