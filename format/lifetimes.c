@@ -34,9 +34,27 @@ static int walk(struct mt_reader *r, const struct mt_query *q, unsigned layer,
 
 struct lifetimes_ctx {
 	struct mt_pairing *pairing;
+	uint64_t from; /* mt_reader_lifetimes_during: what ended by then is left out */
 	struct mt_lifetime *out;
 	size_t n, cap;
+	int err;
 };
+
+/* Hands c's lifetimes over (err 0) or frees them, the pairing either way. */
+static int hand_over(struct mt_reader *r, int err, struct lifetimes_ctx *c,
+                     struct mt_lifetime **out, size_t *n)
+{
+	mt_pairing_free(c->pairing);
+	if (err < 0) {
+		free(c->out);
+		if (err == -ENOMEM)
+			mt_fail(r->message, FMT_MESSAGE_MAX, err, "out of memory");
+		return err;
+	}
+	*out = c->out;
+	*n = c->n;
+	return 0;
+}
 
 /* A lifetime's index is its place in the output: born in that order. */
 static int visit_lifetime(void *ctx, const struct mt_event *ev)
@@ -64,27 +82,10 @@ int mt_reader_lifetimes(struct mt_reader *r, const struct mt_query *q, unsigned 
 		return -EINVAL;
 	struct lifetimes_ctx c = { .pairing = mt_pairing_new() };
 	int err = c.pairing ? walk(r, q, layer, visit_lifetime, &c) : -ENOMEM;
-	mt_pairing_free(c.pairing);
-	if (err < 0) {
-		free(c.out);
-		if (err == -ENOMEM)
-			mt_fail(r->message, FMT_MESSAGE_MAX, err, "out of memory");
-		return err;
-	}
-	*out = c.out;
-	*n = c.n;
-	return 0;
+	return hand_over(r, err, &c, out, n);
 }
 
-struct during_ctx {
-	struct mt_pairing *pairing;
-	uint64_t from;
-	struct mt_lifetime *out;
-	size_t n, cap;
-	int err;
-};
-
-static int keep(struct during_ctx *c, const struct mt_lifetime *l)
+static int keep(struct lifetimes_ctx *c, const struct mt_lifetime *l)
 {
 	if (mt_array_grow((void **)&c->out, &c->cap, c->n, sizeof(*c->out)) < 0)
 		return -ENOMEM;
@@ -96,7 +97,7 @@ static int keep(struct during_ctx *c, const struct mt_lifetime *l)
  * end (keep_live). */
 static int visit_during(void *ctx, const struct mt_event *ev)
 {
-	struct during_ctx *c = ctx;
+	struct lifetimes_ctx *c = ctx;
 	struct mt_pair_step st;
 	int rc = mt_pairing_step(c->pairing, ev, &st);
 
@@ -109,7 +110,7 @@ static int visit_during(void *ctx, const struct mt_event *ev)
 
 static void keep_live(void *data, struct mt_live *live)
 {
-	struct during_ctx *c = data;
+	struct lifetimes_ctx *c = data;
 
 	if (!c->err)
 		c->err = keep(c, &live->l);
@@ -121,7 +122,7 @@ int mt_reader_lifetimes_during(struct mt_reader *r, const struct mt_query *q, un
 	if (!out || !n || from > to || fmt_reader_ready(r) < 0)
 		return -EINVAL;
 	struct mt_query wq = q ? *q : (struct mt_query){ 0 };
-	struct during_ctx c = { .pairing = mt_pairing_new(), .from = from };
+	struct lifetimes_ctx c = { .pairing = mt_pairing_new(), .from = from };
 	wq.from = 0;
 	wq.to = to == MT_TIME_UNKNOWN ? 0 : to + 1;
 	int err = c.pairing ? walk(r, &wq, layer, visit_during, &c) : -ENOMEM;
@@ -129,16 +130,7 @@ int mt_reader_lifetimes_during(struct mt_reader *r, const struct mt_query *q, un
 		mt_pairing_each(c.pairing, keep_live, &c);
 		err = c.err;
 	}
-	mt_pairing_free(c.pairing);
-	if (err < 0) {
-		free(c.out);
-		if (err == -ENOMEM)
-			mt_fail(r->message, FMT_MESSAGE_MAX, err, "out of memory");
-		return err;
-	}
-	*out = c.out;
-	*n = c.n;
-	return 0;
+	return hand_over(r, err, &c, out, n);
 }
 
 struct peak_ctx {
