@@ -55,9 +55,8 @@ struct rp_arena_segment {
 	uint64_t address;
 	uint64_t bytes;
 	uint64_t stream;
-	uint64_t tag;  /* the owner's (backend handle, ...) */
-	uint64_t used; /* bytes of allocated blocks */
-	uint64_t seq;  /* creation number: orders segments (addresses differ by backend) */
+	uint64_t tag; /* the owner's (backend handle, ...) */
+	uint64_t seq; /* creation number: orders segments (addresses differ by backend) */
 	struct rp_arena_block *first;
 	struct rp_rb_node node; /* in the segment tree, by seq */
 };

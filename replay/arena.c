@@ -246,13 +246,19 @@ static int take(struct rp_arena *a, struct rp_arena_block *b, uint64_t bytes, ui
 		struct rp_arena_block *rest = new_block(a);
 		if (!rest)
 			return -ENOMEM;
-		*rest = (struct rp_arena_block){ .address = b->address + bytes,
-			                         .bytes = b->bytes - bytes,
-			                         .stream = b->stream,
-			                         .prev = b,
-			                         .next = b->next,
-			                         .seq = b->seq,
-			                         .segment = b->segment };
+		/* field by field: a compound literal would zero the record
+		 * first with a `rep stos`, which costs more than the stores */
+		rest->node = (struct rp_rb_node){ 0 };
+		rest->largest = 0;
+		rest->bytes = b->bytes - bytes;
+		rest->seq = b->seq;
+		rest->address = b->address + bytes;
+		rest->prev = b;
+		rest->next = b->next;
+		rest->segment = b->segment;
+		rest->requested = 0;
+		rest->stream = b->stream;
+		rest->allocated = false;
 		swap_free(a, b, rest);
 		if (b->next)
 			b->next->prev = rest;
@@ -268,7 +274,6 @@ static int take(struct rp_arena *a, struct rp_arena_block *b, uint64_t bytes, ui
 	}
 	b->allocated = true;
 	b->stream = a->per_stream ? stream : 0;
-	b->segment->used += b->bytes;
 	b->requested = requested;
 	a->allocated += b->bytes;
 	a->requested += requested;
@@ -311,7 +316,6 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 		return -ENOENT;
 	struct rp_arena_block *b = (struct rp_arena_block *)(uintptr_t)v;
 	*bytes = b->bytes;
-	b->segment->used -= b->bytes;
 	a->allocated -= b->bytes;
 	a->requested -= b->requested;
 	b->stream = a->per_stream ? stream : 0;
@@ -351,6 +355,16 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 	return 0;
 }
 
+/* Whether a block of seg is allocated: a walk of its blocks, at a release
+ * only, so that no allocation or free touches the segment's record. */
+static bool segment_in_use(const struct rp_arena_segment *seg)
+{
+	for (const struct rp_arena_block *b = seg->first; b; b = b->next)
+		if (b->allocated)
+			return true;
+	return false;
+}
+
 int rp_arena_release_segments(struct rp_arena *a, bool all, uint64_t keep_bytes,
                               rp_arena_release_fn fn, void *data)
 {
@@ -358,7 +372,7 @@ int rp_arena_release_segments(struct rp_arena *a, bool all, uint64_t keep_bytes,
 	while (n && (all || a->reserved > keep_bytes)) {
 		struct rp_arena_segment *seg = SEGMENT(n);
 		n = rp_rb_next(n);
-		if (!all && seg->used)
+		if (!all && segment_in_use(seg))
 			continue;
 		int rc = fn(data, seg);
 		if (rc < 0)

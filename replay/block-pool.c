@@ -90,7 +90,7 @@ static struct torch_block *get_free_block(struct torch_alloc *t, struct torch_po
 	        rp_sizebins_lower_bound(&pool->blocks, stream, size, &key, rp_torch_key_size));
 	if (!b || b->stream != stream)
 		return NULL;
-	if (b->seg->expandable) {
+	if (t->opt.expandable) { /* (every segment is then expandable) */
 		/* best fit by the size a block can expand to */
 		struct torch_block *n =
 		        rp_torch_block_of(rp_sizebins_next(&pool->blocks, &b->node));
