@@ -81,7 +81,6 @@ void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, u
 	a->min_split = min_split ? min_split : 1;
 	rp_sizebins_init(&a->free_bins);
 	rp_rb_init(&a->segments);
-	rp_rb_init(&a->by_place);
 	rp_addrmap_init(&a->live);
 	a->allocated = 0;
 	a->reserved = 0;
@@ -114,6 +113,11 @@ void rp_arena_release(struct rp_arena *a)
 	}
 	rp_addrmap_release(&a->live);
 	rp_sizebins_release(&a->free_bins);
+	free(a->ff_segments);
+	free(a->ff_largest);
+	a->ff_segments = NULL;
+	a->ff_largest = NULL;
+	a->ff_count = a->ff_cap = 0;
 }
 
 static struct rp_arena_block *new_block(struct rp_arena *a)
@@ -135,6 +139,12 @@ static void raise_largest(struct rp_rb_node *n, uint64_t bytes)
 		BLOCK(n)->largest = bytes;
 }
 
+/* First fit: seg's free blocks changed; its entry in the array follows. */
+static void note_largest(struct rp_arena *a, const struct rp_arena_segment *seg)
+{
+	a->ff_largest[seg->index] = largest_below(seg->free.root);
+}
+
 static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 {
 	b->allocated = false;
@@ -144,10 +154,12 @@ static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 	}
 	/* the path down raised first (one load a level): linking then finds
 	 * the maxima above right and recounts no further than the parent */
-	struct rp_rb_node *parent, **link = rp_rb_slot(&a->by_place, &b->node, first_cmp, &parent);
+	struct rp_rb_tree *t = &b->segment->free;
+	struct rp_rb_node *parent, **link = rp_rb_slot(t, &b->node, first_cmp, &parent);
 	b->largest = b->bytes;
 	raise_largest(parent, b->bytes);
-	rp_rb_link_aug(&a->by_place, &b->node, parent, link, recount);
+	rp_rb_link_aug(t, &b->node, parent, link, recount);
+	note_largest(a, b->segment);
 }
 
 static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
@@ -156,7 +168,8 @@ static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
 		rp_sizebins_erase(&a->free_bins, &b->node);
 		return;
 	}
-	rp_rb_erase_aug(&a->by_place, &b->node, recount);
+	rp_rb_erase_aug(&b->segment->free, &b->node, recount);
+	note_largest(a, b->segment);
 }
 
 /* Free block b leaves the free set and free block c, which sorts where b
@@ -171,7 +184,38 @@ static void swap_free(struct rp_arena *a, struct rp_arena_block *b, struct rp_ar
 		return;
 	}
 	c->allocated = false;
-	rp_rb_replace_aug(&a->by_place, &b->node, &c->node, recount);
+	rp_rb_replace_aug(&b->segment->free, &b->node, &c->node, recount);
+	note_largest(a, c->segment);
+}
+
+/* First fit: makes room for one more segment in the array. Returns 0 or
+ * -ENOMEM. */
+static int reserve_segment_slot(struct rp_arena *a)
+{
+	if (a->fit != RP_ARENA_FIRST_FIT || a->ff_count < a->ff_cap)
+		return 0;
+	size_t cap = a->ff_cap ? 2 * a->ff_cap : 16;
+	struct rp_arena_segment **segs = realloc(a->ff_segments, cap * sizeof(*segs));
+	if (!segs)
+		return -ENOMEM;
+	a->ff_segments = segs;
+	uint64_t *largest = realloc(a->ff_largest, cap * sizeof(*largest));
+	if (!largest)
+		return -ENOMEM;
+	a->ff_largest = largest;
+	a->ff_cap = cap;
+	return 0;
+}
+
+/* First fit: takes seg (no free block left in it) out of the array. */
+static void drop_segment_slot(struct rp_arena *a, const struct rp_arena_segment *seg)
+{
+	for (size_t i = seg->index; i + 1 < a->ff_count; i++) {
+		a->ff_segments[i] = a->ff_segments[i + 1];
+		a->ff_largest[i] = a->ff_largest[i + 1];
+		a->ff_segments[i]->index = i;
+	}
+	a->ff_count--;
 }
 
 /* Makes the best-fit bins of the stream that free blocks will carry (the
@@ -184,7 +228,7 @@ static int prepare_stream(struct rp_arena *a, uint64_t stream)
 int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
                          uint64_t tag)
 {
-	if (prepare_stream(a, a->per_stream ? stream : 0) < 0)
+	if (prepare_stream(a, a->per_stream ? stream : 0) < 0 || reserve_segment_slot(a) < 0)
 		return -ENOMEM;
 	struct rp_arena_segment *seg = malloc(sizeof(*seg));
 	struct rp_arena_block *b = new_block(a);
@@ -198,26 +242,33 @@ int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, u
 		                          .stream = stream,
 		                          .tag = tag,
 		                          .seq = a->next_seq++,
-		                          .first = b };
+		                          .first = b,
+		                          .index = a->ff_count };
 	*b = (struct rp_arena_block){ .address = address,
 		                      .bytes = bytes,
 		                      .stream = a->per_stream ? stream : 0,
 		                      .seq = seg->seq,
 		                      .segment = seg };
 	rp_rb_insert(&a->segments, &seg->node, segment_cmp);
+	if (a->fit == RP_ARENA_FIRST_FIT) /* creation order: the last */
+		a->ff_segments[a->ff_count++] = seg;
 	insert_free(a, b);
 	a->reserved += bytes;
 	return 0;
 }
 
 /* First fit: the lowest-placed free block (by segment creation, then
- * address) of at least bytes: left while the left subtree holds one, else
- * this block when it fits, else right (where one then is). */
+ * address) of at least bytes: the first segment that holds one, then in
+ * its tree left while the left subtree holds one, else this block when it
+ * fits, else right (where one then is). */
 static struct rp_arena_block *first_fit(struct rp_arena *a, uint64_t bytes)
 {
-	struct rp_rb_node *n = a->by_place.root;
-	if (largest_below(n) < bytes)
+	size_t i = 0;
+	while (i < a->ff_count && a->ff_largest[i] < bytes)
+		i++;
+	if (i == a->ff_count)
 		return NULL;
+	struct rp_rb_node *n = a->ff_segments[i]->free.root;
 	for (;;) {
 		if (largest_below(n->child[0]) >= bytes)
 			n = n->child[0];
@@ -348,15 +399,17 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 			n->next->prev = b;
 		recycle(a, n);
 	}
-	if (first && (pfree || nfree))
+	if (first && (pfree || nfree)) {
 		raise_largest(&b->node, b->bytes);
-	else
+		note_largest(a, b->segment);
+	} else {
 		insert_free(a, b);
+	}
 	return 0;
 }
 
 /* Whether a block of seg is allocated: a walk of its blocks, at a release
- * only, so that no allocation or free touches the segment's record. */
+ * only, so that no allocation or free keeps a count in the segment. */
 static bool segment_in_use(const struct rp_arena_segment *seg)
 {
 	for (const struct rp_arena_block *b = seg->first; b; b = b->next)
@@ -388,6 +441,8 @@ int rp_arena_release_segments(struct rp_arena *a, bool all, uint64_t keep_bytes,
 		}
 		a->reserved -= seg->bytes;
 		rp_rb_erase(&a->segments, &seg->node);
+		if (a->fit == RP_ARENA_FIRST_FIT)
+			drop_segment_slot(a, seg);
 		free_segment_records(a, seg);
 	}
 	return 0;
@@ -412,9 +467,12 @@ int rp_arena_walk(struct rp_arena *a, mt_policy_walk_fn fn, void *data)
 
 uint64_t rp_arena_largest_free(const struct rp_arena *a)
 {
-	if (a->fit == RP_ARENA_FIRST_FIT)
-		return largest_below(a->by_place.root);
 	uint64_t best = 0;
+	if (a->fit == RP_ARENA_FIRST_FIT) {
+		for (size_t i = 0; i < a->ff_count; i++)
+			best = a->ff_largest[i] > best ? a->ff_largest[i] : best;
+		return best;
+	}
 	for (struct rp_rb_node *n = rp_rb_first(&a->segments); n; n = rp_rb_next(n))
 		for (const struct rp_arena_block *b = SEGMENT(n)->first; b; b = b->next)
 			if (!b->allocated && b->bytes > best)
