@@ -370,19 +370,23 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 	a->allocated -= b->bytes;
 	a->requested -= b->requested;
 	b->stream = a->per_stream ? stream : 0;
-	/* The free set changes first and the sizes after, so that first
-	 * fit's tree is right at each change: it keeps a free neighbour's
-	 * place for the merged block (which sorts where that one did) and then
-	 * raises the largest blocks above it. */
+	/* First fit keeps a free neighbour's place for the merged block
+	 * (which sorts where that one did) and then raises the largest blocks
+	 * above it to the merged size. b taking n's place starts with n's
+	 * largest, which is right for b's subtree once raised to b's merged
+	 * size (greater than n's). */
 	bool first = a->fit == RP_ARENA_FIRST_FIT;
 	struct rp_arena_block *p = b->prev, *n = b->next;
 	bool pfree = p && !p->allocated, nfree = n && !n->allocated;
 	if (pfree && !first)
 		erase_free(a, p);
-	if (nfree && first && !pfree)
-		swap_free(a, n, b);
-	else if (nfree)
+	if (nfree && first && !pfree) {
+		b->allocated = false;
+		b->largest = n->largest;
+		rp_rb_replace_links(&n->segment->free, &n->node, &b->node);
+	} else if (nfree) {
 		erase_free(a, n);
+	}
 	if (pfree) {
 		p->bytes += b->bytes;
 		p->next = n;
