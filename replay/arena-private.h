@@ -42,17 +42,22 @@ enum rp_arena_fit {
 struct rp_arena_segment;
 
 /* A block. The tree node and the fields the trees order by come first and
- * records start on a cache line, so a step of a descent reads one line. */
+ * records start on a cache line, so a step of a descent reads one line:
+ * best fit's (stream, bytes, seq, address), first fit's largest, bytes
+ * (and seq, address when a block goes in). A fit uses one of stream and
+ * largest, which share their place. */
 struct rp_arena_block {
 	struct rp_rb_node node; /* in the free tree while free */
-	uint64_t largest;       /* first fit, free: the largest free block of its subtree */
+	union {
+		uint64_t stream;  /* best fit: 0 unless per_stream */
+		uint64_t largest; /* first fit, free: the largest free block of its subtree */
+	};
 	uint64_t bytes;
 	uint64_t seq; /* its segment's creation number */
 	uint64_t address;
 	struct rp_arena_block *prev, *next; /* address neighbours in the segment */
 	struct rp_arena_segment *segment;
 	uint64_t requested; /* allocated: bytes the owner was asked for */
-	uint64_t stream;
 	bool allocated;
 };
 

@@ -300,7 +300,7 @@ static int take(struct rp_arena *a, struct rp_arena_block *b, uint64_t bytes, ui
 		/* field by field: a compound literal would zero the record
 		 * first with a `rep stos`, which costs more than the stores */
 		rest->node = (struct rp_rb_node){ 0 };
-		rest->largest = 0;
+		rest->stream = b->stream; /* first fit: b's largest, recounted in b's place */
 		rest->bytes = b->bytes - bytes;
 		rest->seq = b->seq;
 		rest->address = b->address + bytes;
@@ -308,7 +308,6 @@ static int take(struct rp_arena *a, struct rp_arena_block *b, uint64_t bytes, ui
 		rest->next = b->next;
 		rest->segment = b->segment;
 		rest->requested = 0;
-		rest->stream = b->stream;
 		rest->allocated = false;
 		swap_free(a, b, rest);
 		if (b->next)
@@ -324,7 +323,8 @@ static int take(struct rp_arena *a, struct rp_arena_block *b, uint64_t bytes, ui
 		return rc;
 	}
 	b->allocated = true;
-	b->stream = a->per_stream ? stream : 0;
+	if (a->per_stream)
+		b->stream = stream;
 	b->requested = requested;
 	a->allocated += b->bytes;
 	a->requested += requested;
@@ -369,7 +369,8 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 	*bytes = b->bytes;
 	a->allocated -= b->bytes;
 	a->requested -= b->requested;
-	b->stream = a->per_stream ? stream : 0;
+	if (a->per_stream)
+		b->stream = stream;
 	/* First fit keeps a free neighbour's place for the merged block
 	 * (which sorts where that one did) and then raises the largest blocks
 	 * above it to the merged size. b taking n's place starts with n's
@@ -392,7 +393,8 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 		p->next = n;
 		if (n)
 			n->prev = p;
-		p->stream = b->stream;
+		if (a->per_stream)
+			p->stream = b->stream;
 		recycle(a, b);
 		b = p;
 	}
@@ -459,7 +461,8 @@ int rp_arena_walk(struct rp_arena *a, mt_policy_walk_fn fn, void *data)
 		struct mt_policy_block blk = { seg->address, seg->bytes, seg->stream, false };
 		int rc = fn(data, true, &blk);
 		for (const struct rp_arena_block *b = seg->first; !rc && b; b = b->next) {
-			blk = (struct mt_policy_block){ b->address, b->bytes, b->stream,
+			blk = (struct mt_policy_block){ b->address, b->bytes,
+				                        a->per_stream ? b->stream : 0,
 				                        b->allocated };
 			rc = fn(data, false, &blk);
 		}
