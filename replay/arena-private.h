@@ -13,11 +13,11 @@
  * first fit is a scan of that array for the first segment that holds a
  * block large enough, then one descent of its tree: left while the left
  * subtree holds one, else the block itself if it fits, else right. (One
- * tree of every free block, descended from its root, took twice as many
- * levels, each a branch that the random pattern mispredicts.) A position
- * is (segment creation number, address): never the address alone, which
- * differs between backends and runs, so that sim and cuda replays choose
- * the same blocks.
+ * tree of every free block took more levels, each a branch that the
+ * random pattern mispredicts: bench/RESULTS.md.) A position is (segment
+ * creation number, address): never the address alone, which differs
+ * between backends and runs, so that sim and cuda replays choose the same
+ * blocks.
  * With per_stream set (best fit only) a block freed on stream s serves
  * stream s first (rp_arena_alloc), others only when asked
  * (rp_arena_alloc_any).
