@@ -6,13 +6,18 @@
  * arena; the arena splits free blocks to serve requests and merges a freed
  * block with free address neighbours of its segment. Free blocks sit in
  * ordered sets for the chosen fit: best fit, one set by (stream, size,
- * position) in size-class bins (sizebins-private.h); first fit, one
- * red-black tree by position in which each block keeps the size of the
- * largest free block of its subtree, so the first fit is one descent: left
- * while the left subtree holds a block large enough, else the block itself
- * if it fits, else right (O(log n)). A position is (segment creation
- * number, address): never the address alone, which differs between
- * backends and runs, so that sim and cuda replays choose the same blocks.
+ * position) in size-class bins (sizebins-private.h); first fit, per
+ * segment a red-black tree of its free blocks by address in which each
+ * block keeps the size of the largest free block of its subtree, and the
+ * largest free block of every segment in an array in creation order: the
+ * first fit is a scan of that array for the first segment that holds a
+ * block large enough, then one descent of its tree: left while the left
+ * subtree holds one, else the block itself if it fits, else right. (One
+ * tree of every free block took more levels, each a branch that the
+ * random pattern mispredicts: bench/RESULTS.md.) A position is (segment
+ * creation number, address): never the address alone, which differs
+ * between backends and runs, so that sim and cuda replays choose the same
+ * blocks.
  * With per_stream set (best fit only) a block freed on stream s serves
  * stream s first (rp_arena_alloc), others only when asked
  * (rp_arena_alloc_any).
@@ -37,17 +42,22 @@ enum rp_arena_fit {
 struct rp_arena_segment;
 
 /* A block. The tree node and the fields the trees order by come first and
- * records start on a cache line, so a step of a descent reads one line. */
+ * records start on a cache line, so a step of a descent reads one line:
+ * best fit's (stream, bytes, seq, address), first fit's largest, bytes
+ * (and seq, address when a block goes in). A fit uses one of stream and
+ * largest, which share their place. */
 struct rp_arena_block {
 	struct rp_rb_node node; /* in the free tree while free */
-	uint64_t largest;       /* first fit, free: the largest free block of its subtree */
+	union {
+		uint64_t stream;  /* best fit: 0 unless per_stream */
+		uint64_t largest; /* first fit, free: the largest free block of its subtree */
+	};
 	uint64_t bytes;
 	uint64_t seq; /* its segment's creation number */
 	uint64_t address;
 	struct rp_arena_block *prev, *next; /* address neighbours in the segment */
 	struct rp_arena_segment *segment;
 	uint64_t requested; /* allocated: bytes the owner was asked for */
-	uint64_t stream;
 	bool allocated;
 };
 
@@ -55,11 +65,14 @@ struct rp_arena_segment {
 	uint64_t address;
 	uint64_t bytes;
 	uint64_t stream;
-	uint64_t tag;  /* the owner's (backend handle, ...) */
-	uint64_t used; /* bytes of allocated blocks */
-	uint64_t seq;  /* creation number: orders segments (addresses differ by backend) */
+	uint64_t tag; /* the owner's (backend handle, ...) */
+	uint64_t seq; /* creation number: orders segments (addresses differ by backend) */
 	struct rp_arena_block *first;
 	struct rp_rb_node node; /* in the segment tree, by seq */
+	/* first fit: its free blocks by address, augmented, and its index in
+	 * rp_arena.ff_segments */
+	struct rp_rb_tree free;
+	size_t index;
 };
 
 struct rp_arena {
@@ -67,8 +80,12 @@ struct rp_arena {
 	bool per_stream;
 	uint64_t min_split;           /* remainders smaller than this stay in the block */
 	struct rp_sizebins free_bins; /* best fit: free blocks */
-	struct rp_rb_tree by_place;   /* first fit: free blocks by position, augmented */
-	struct rp_rb_tree segments;   /* by creation (seq) */
+	/* first fit: the segments in creation order and the largest free
+	 * block of each */
+	struct rp_arena_segment **ff_segments;
+	uint64_t *ff_largest;
+	size_t ff_count, ff_cap;
+	struct rp_rb_tree segments; /* by creation (seq) */
 	uint64_t next_seq;
 	struct rp_addrmap live;       /* address -> allocated block */
 	uint64_t allocated;           /* bytes of allocated blocks */

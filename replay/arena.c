@@ -81,7 +81,6 @@ void rp_arena_init(struct rp_arena *a, enum rp_arena_fit fit, bool per_stream, u
 	a->min_split = min_split ? min_split : 1;
 	rp_sizebins_init(&a->free_bins);
 	rp_rb_init(&a->segments);
-	rp_rb_init(&a->by_place);
 	rp_addrmap_init(&a->live);
 	a->allocated = 0;
 	a->reserved = 0;
@@ -114,6 +113,11 @@ void rp_arena_release(struct rp_arena *a)
 	}
 	rp_addrmap_release(&a->live);
 	rp_sizebins_release(&a->free_bins);
+	free(a->ff_segments);
+	free(a->ff_largest);
+	a->ff_segments = NULL;
+	a->ff_largest = NULL;
+	a->ff_count = a->ff_cap = 0;
 }
 
 static struct rp_arena_block *new_block(struct rp_arena *a)
@@ -135,6 +139,12 @@ static void raise_largest(struct rp_rb_node *n, uint64_t bytes)
 		BLOCK(n)->largest = bytes;
 }
 
+/* First fit: seg's free blocks changed; its entry in the array follows. */
+static void note_largest(struct rp_arena *a, const struct rp_arena_segment *seg)
+{
+	a->ff_largest[seg->index] = largest_below(seg->free.root);
+}
+
 static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 {
 	b->allocated = false;
@@ -144,10 +154,12 @@ static void insert_free(struct rp_arena *a, struct rp_arena_block *b)
 	}
 	/* the path down raised first (one load a level): linking then finds
 	 * the maxima above right and recounts no further than the parent */
-	struct rp_rb_node *parent, **link = rp_rb_slot(&a->by_place, &b->node, first_cmp, &parent);
+	struct rp_rb_tree *t = &b->segment->free;
+	struct rp_rb_node *parent, **link = rp_rb_slot(t, &b->node, first_cmp, &parent);
 	b->largest = b->bytes;
 	raise_largest(parent, b->bytes);
-	rp_rb_link_aug(&a->by_place, &b->node, parent, link, recount);
+	rp_rb_link_aug(t, &b->node, parent, link, recount);
+	note_largest(a, b->segment);
 }
 
 static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
@@ -156,7 +168,8 @@ static void erase_free(struct rp_arena *a, struct rp_arena_block *b)
 		rp_sizebins_erase(&a->free_bins, &b->node);
 		return;
 	}
-	rp_rb_erase_aug(&a->by_place, &b->node, recount);
+	rp_rb_erase_aug(&b->segment->free, &b->node, recount);
+	note_largest(a, b->segment);
 }
 
 /* Free block b leaves the free set and free block c, which sorts where b
@@ -171,7 +184,38 @@ static void swap_free(struct rp_arena *a, struct rp_arena_block *b, struct rp_ar
 		return;
 	}
 	c->allocated = false;
-	rp_rb_replace_aug(&a->by_place, &b->node, &c->node, recount);
+	rp_rb_replace_aug(&b->segment->free, &b->node, &c->node, recount);
+	note_largest(a, c->segment);
+}
+
+/* First fit: makes room for one more segment in the array. Returns 0 or
+ * -ENOMEM. */
+static int reserve_segment_slot(struct rp_arena *a)
+{
+	if (a->fit != RP_ARENA_FIRST_FIT || a->ff_count < a->ff_cap)
+		return 0;
+	size_t cap = a->ff_cap ? 2 * a->ff_cap : 16;
+	struct rp_arena_segment **segs = realloc(a->ff_segments, cap * sizeof(*segs));
+	if (!segs)
+		return -ENOMEM;
+	a->ff_segments = segs;
+	uint64_t *largest = realloc(a->ff_largest, cap * sizeof(*largest));
+	if (!largest)
+		return -ENOMEM;
+	a->ff_largest = largest;
+	a->ff_cap = cap;
+	return 0;
+}
+
+/* First fit: takes seg (no free block left in it) out of the array. */
+static void drop_segment_slot(struct rp_arena *a, const struct rp_arena_segment *seg)
+{
+	for (size_t i = seg->index; i + 1 < a->ff_count; i++) {
+		a->ff_segments[i] = a->ff_segments[i + 1];
+		a->ff_largest[i] = a->ff_largest[i + 1];
+		a->ff_segments[i]->index = i;
+	}
+	a->ff_count--;
 }
 
 /* Makes the best-fit bins of the stream that free blocks will carry (the
@@ -184,7 +228,7 @@ static int prepare_stream(struct rp_arena *a, uint64_t stream)
 int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, uint64_t stream,
                          uint64_t tag)
 {
-	if (prepare_stream(a, a->per_stream ? stream : 0) < 0)
+	if (prepare_stream(a, a->per_stream ? stream : 0) < 0 || reserve_segment_slot(a) < 0)
 		return -ENOMEM;
 	struct rp_arena_segment *seg = malloc(sizeof(*seg));
 	struct rp_arena_block *b = new_block(a);
@@ -198,26 +242,33 @@ int rp_arena_add_segment(struct rp_arena *a, uint64_t address, uint64_t bytes, u
 		                          .stream = stream,
 		                          .tag = tag,
 		                          .seq = a->next_seq++,
-		                          .first = b };
+		                          .first = b,
+		                          .index = a->ff_count };
 	*b = (struct rp_arena_block){ .address = address,
 		                      .bytes = bytes,
 		                      .stream = a->per_stream ? stream : 0,
 		                      .seq = seg->seq,
 		                      .segment = seg };
 	rp_rb_insert(&a->segments, &seg->node, segment_cmp);
+	if (a->fit == RP_ARENA_FIRST_FIT) /* creation order: the last */
+		a->ff_segments[a->ff_count++] = seg;
 	insert_free(a, b);
 	a->reserved += bytes;
 	return 0;
 }
 
 /* First fit: the lowest-placed free block (by segment creation, then
- * address) of at least bytes: left while the left subtree holds one, else
- * this block when it fits, else right (where one then is). */
+ * address) of at least bytes: the first segment that holds one, then in
+ * its tree left while the left subtree holds one, else this block when it
+ * fits, else right (where one then is). */
 static struct rp_arena_block *first_fit(struct rp_arena *a, uint64_t bytes)
 {
-	struct rp_rb_node *n = a->by_place.root;
-	if (largest_below(n) < bytes)
+	size_t i = 0;
+	while (i < a->ff_count && a->ff_largest[i] < bytes)
+		i++;
+	if (i == a->ff_count)
 		return NULL;
+	struct rp_rb_node *n = a->ff_segments[i]->free.root;
 	for (;;) {
 		if (largest_below(n->child[0]) >= bytes)
 			n = n->child[0];
@@ -246,13 +297,18 @@ static int take(struct rp_arena *a, struct rp_arena_block *b, uint64_t bytes, ui
 		struct rp_arena_block *rest = new_block(a);
 		if (!rest)
 			return -ENOMEM;
-		*rest = (struct rp_arena_block){ .address = b->address + bytes,
-			                         .bytes = b->bytes - bytes,
-			                         .stream = b->stream,
-			                         .prev = b,
-			                         .next = b->next,
-			                         .seq = b->seq,
-			                         .segment = b->segment };
+		/* field by field: a compound literal would zero the record
+		 * first with a `rep stos`, which costs more than the stores */
+		rest->node = (struct rp_rb_node){ 0 };
+		rest->stream = b->stream; /* first fit: b's largest, recounted in b's place */
+		rest->bytes = b->bytes - bytes;
+		rest->seq = b->seq;
+		rest->address = b->address + bytes;
+		rest->prev = b;
+		rest->next = b->next;
+		rest->segment = b->segment;
+		rest->requested = 0;
+		rest->allocated = false;
 		swap_free(a, b, rest);
 		if (b->next)
 			b->next->prev = rest;
@@ -267,8 +323,8 @@ static int take(struct rp_arena *a, struct rp_arena_block *b, uint64_t bytes, ui
 		return rc;
 	}
 	b->allocated = true;
-	b->stream = a->per_stream ? stream : 0;
-	b->segment->used += b->bytes;
+	if (a->per_stream)
+		b->stream = stream;
 	b->requested = requested;
 	a->allocated += b->bytes;
 	a->requested += requested;
@@ -311,29 +367,34 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 		return -ENOENT;
 	struct rp_arena_block *b = (struct rp_arena_block *)(uintptr_t)v;
 	*bytes = b->bytes;
-	b->segment->used -= b->bytes;
 	a->allocated -= b->bytes;
 	a->requested -= b->requested;
-	b->stream = a->per_stream ? stream : 0;
-	/* The free set changes first and the sizes after, so that first
-	 * fit's tree is right at each change: it keeps a free neighbour's
-	 * place for the merged block (which sorts where that one did) and then
-	 * raises the largest blocks above it. */
+	if (a->per_stream)
+		b->stream = stream;
+	/* First fit keeps a free neighbour's place for the merged block
+	 * (which sorts where that one did) and then raises the largest blocks
+	 * above it to the merged size. b taking n's place starts with n's
+	 * largest, which is right for b's subtree once raised to b's merged
+	 * size (greater than n's). */
 	bool first = a->fit == RP_ARENA_FIRST_FIT;
 	struct rp_arena_block *p = b->prev, *n = b->next;
 	bool pfree = p && !p->allocated, nfree = n && !n->allocated;
 	if (pfree && !first)
 		erase_free(a, p);
-	if (nfree && first && !pfree)
-		swap_free(a, n, b);
-	else if (nfree)
+	if (nfree && first && !pfree) {
+		b->allocated = false;
+		b->largest = n->largest;
+		rp_rb_replace_links(&n->segment->free, &n->node, &b->node);
+	} else if (nfree) {
 		erase_free(a, n);
+	}
 	if (pfree) {
 		p->bytes += b->bytes;
 		p->next = n;
 		if (n)
 			n->prev = p;
-		p->stream = b->stream;
+		if (a->per_stream)
+			p->stream = b->stream;
 		recycle(a, b);
 		b = p;
 	}
@@ -344,11 +405,23 @@ int rp_arena_free(struct rp_arena *a, uint64_t address, uint64_t stream, uint64_
 			n->next->prev = b;
 		recycle(a, n);
 	}
-	if (first && (pfree || nfree))
+	if (first && (pfree || nfree)) {
 		raise_largest(&b->node, b->bytes);
-	else
+		note_largest(a, b->segment);
+	} else {
 		insert_free(a, b);
+	}
 	return 0;
+}
+
+/* Whether a block of seg is allocated: a walk of its blocks, at a release
+ * only, so that no allocation or free keeps a count in the segment. */
+static bool segment_in_use(const struct rp_arena_segment *seg)
+{
+	for (const struct rp_arena_block *b = seg->first; b; b = b->next)
+		if (b->allocated)
+			return true;
+	return false;
 }
 
 int rp_arena_release_segments(struct rp_arena *a, bool all, uint64_t keep_bytes,
@@ -358,7 +431,7 @@ int rp_arena_release_segments(struct rp_arena *a, bool all, uint64_t keep_bytes,
 	while (n && (all || a->reserved > keep_bytes)) {
 		struct rp_arena_segment *seg = SEGMENT(n);
 		n = rp_rb_next(n);
-		if (!all && seg->used)
+		if (!all && segment_in_use(seg))
 			continue;
 		int rc = fn(data, seg);
 		if (rc < 0)
@@ -374,6 +447,8 @@ int rp_arena_release_segments(struct rp_arena *a, bool all, uint64_t keep_bytes,
 		}
 		a->reserved -= seg->bytes;
 		rp_rb_erase(&a->segments, &seg->node);
+		if (a->fit == RP_ARENA_FIRST_FIT)
+			drop_segment_slot(a, seg);
 		free_segment_records(a, seg);
 	}
 	return 0;
@@ -386,7 +461,8 @@ int rp_arena_walk(struct rp_arena *a, mt_policy_walk_fn fn, void *data)
 		struct mt_policy_block blk = { seg->address, seg->bytes, seg->stream, false };
 		int rc = fn(data, true, &blk);
 		for (const struct rp_arena_block *b = seg->first; !rc && b; b = b->next) {
-			blk = (struct mt_policy_block){ b->address, b->bytes, b->stream,
+			blk = (struct mt_policy_block){ b->address, b->bytes,
+				                        a->per_stream ? b->stream : 0,
 				                        b->allocated };
 			rc = fn(data, false, &blk);
 		}
@@ -398,9 +474,12 @@ int rp_arena_walk(struct rp_arena *a, mt_policy_walk_fn fn, void *data)
 
 uint64_t rp_arena_largest_free(const struct rp_arena *a)
 {
-	if (a->fit == RP_ARENA_FIRST_FIT)
-		return largest_below(a->by_place.root);
 	uint64_t best = 0;
+	if (a->fit == RP_ARENA_FIRST_FIT) {
+		for (size_t i = 0; i < a->ff_count; i++)
+			best = a->ff_largest[i] > best ? a->ff_largest[i] : best;
+		return best;
+	}
 	for (struct rp_rb_node *n = rp_rb_first(&a->segments); n; n = rp_rb_next(n))
 		for (const struct rp_arena_block *b = SEGMENT(n)->first; b; b = b->next)
 			if (!b->allocated && b->bytes > best)

@@ -90,15 +90,17 @@ static struct torch_block *get_free_block(struct torch_alloc *t, struct torch_po
 	        rp_sizebins_lower_bound(&pool->blocks, stream, size, &key, rp_torch_key_size));
 	if (!b || b->stream != stream)
 		return NULL;
-	if (b->seg->expandable) {
-		/* best fit by the size a block can expand to */
-		struct torch_block *n =
-		        rp_torch_block_of(rp_sizebins_next(&pool->blocks, &b->node));
+	if (t->opt.expandable) { /* (every segment is then expandable) */
+		/* best fit by the size a block can expand to. The blocks after
+		 * b in order are no smaller than b, so one can expand to less
+		 * only when b has unmapped space after it (the last mapped
+		 * block of its segment): else the next block is not looked at */
+		struct torch_block *n;
 
-		while (n && n->stream == stream && expandable_size(n) < expandable_size(b)) {
+		while (expandable_size(b) > b->size &&
+		       (n = rp_torch_block_of(rp_sizebins_next(&pool->blocks, &b->node))) &&
+		       n->stream == stream && expandable_size(n) < expandable_size(b))
 			b = n;
-			n = rp_torch_block_of(rp_sizebins_next(&pool->blocks, &b->node));
-		}
 	}
 	if (size < t->opt.max_split_size && b->size >= t->opt.max_split_size)
 		return NULL;

@@ -245,11 +245,11 @@ static inline void rp_rb_erase_aug(struct rp_rb_tree *t, struct rp_rb_node *z, r
 	rb_erase_node(t, z, aug);
 }
 
-/* Puts n (in no tree) in old's place in an augmented tree and takes old
- * out, with no rebalancing: n must sort where old did (between old's
- * neighbours). n's tag is left alone. */
-static inline void rp_rb_replace_aug(struct rp_rb_tree *t, struct rp_rb_node *old,
-                                     struct rp_rb_node *n, rp_rb_aug_fn aug)
+/* Puts n (in no tree) in old's place and takes old out, with no
+ * rebalancing and no aggregate recomputed: n must sort where old did
+ * (between old's neighbours). n's tag is left alone. */
+static inline void rp_rb_replace_links(struct rp_rb_tree *t, struct rp_rb_node *old,
+                                       struct rp_rb_node *n)
 {
 	n->parent = old->parent;
 	n->child[0] = old->child[0];
@@ -259,6 +259,14 @@ static inline void rp_rb_replace_aug(struct rp_rb_tree *t, struct rp_rb_node *ol
 	for (int d = 0; d < 2; d++)
 		if (n->child[d])
 			n->child[d]->parent = n;
+}
+
+/* rp_rb_replace_links in an augmented tree, recomputing the aggregates
+ * from n up. */
+static inline void rp_rb_replace_aug(struct rp_rb_tree *t, struct rp_rb_node *old,
+                                     struct rp_rb_node *n, rp_rb_aug_fn aug)
+{
+	rp_rb_replace_links(t, old, n);
 	aug(n);
 	rp_rb_propagate(n->parent, aug);
 }

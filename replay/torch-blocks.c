@@ -32,13 +32,21 @@ struct torch_block *rp_torch_block_new(struct torch_segment *seg, struct torch_p
 		pool->spare = b->next;
 	else if (!(b = rp_rb_record_new(sizeof(*b))))
 		return NULL;
-	*b = (struct torch_block){ .stream = stream,
-		                   .size = size,
-		                   .place = seg->place,
-		                   .addr = addr,
-		                   .pool = pool,
-		                   .seg = seg,
-		                   .mapped = true };
+	/* field by field: a compound literal zeroes the whole record first
+	 * with a `rep stos`, whose start-up cost more than the stores (one
+	 * block a split) */
+	b->node = (struct rp_rb_node){ 0 };
+	b->stream = stream;
+	b->size = size;
+	b->place = seg->place;
+	b->addr = addr;
+	b->prev = b->next = NULL;
+	b->pool = pool;
+	b->seg = seg;
+	b->requested = 0;
+	b->gc_count_base = 0;
+	b->allocated = false;
+	b->mapped = true;
 	return b;
 }
 

@@ -213,13 +213,19 @@ static int block_record(struct stitch *p, struct vres *r, uint64_t va, uint64_t 
 		p->spare = v->next_all;
 	else if (!(v = rp_rb_record_new(sizeof(*v)))) /* a descent step reads one line */
 		return -ENOMEM;
-	*v = (struct vblock){ .res = r,
-		              .pages = r->pages + (va - r->va) / p->page,
-		              .seq = r->seq,
-		              .va = va,
-		              .npages = npages,
-		              .stream = stream,
-		              .next_all = p->all };
+	/* field by field: a compound literal would zero the record first
+	 * with a `rep stos`, which costs more than the stores */
+	v->node = (struct rp_rb_node){ 0 };
+	v->stream = stream;
+	v->npages = npages;
+	v->seq = r->seq;
+	v->va = va;
+	v->prev_all = NULL;
+	v->next_all = p->all;
+	v->res = r;
+	v->pages = r->pages + (va - r->va) / p->page;
+	v->requested = 0;
+	v->allocated = false;
 	r->refs++;
 	if (p->all)
 		p->all->prev_all = v;
