@@ -3,8 +3,8 @@
 //  - MT.selftest: at the moment in the URL, the bytes live, the anatomy,
 //    the 20 largest allocations live (as `memtrace report --at` lists them)
 //    with where each is drawn, and the page's own checks (its columns hold
-//    every byte live; hovering each allocation finds it; a pan paints as a
-//    full paint);
+//    every byte live; hovering each allocation finds it; the columns of
+//    those drawn one by one; a pan paints as a full paint);
 //  - MT.hovered: the allocation under the mouse, as the tooltip shows it;
 //  - MT.bench: the page's own timings of loading and of pan and zoom frames.
 
@@ -34,6 +34,15 @@ MT.selftest = function (page) {
     }
     return det;
   });
+  // the columns of each allocation drawn one by one (computeIndividuals'
+  // index of the moments) are those firstColumnAtOrAfter finds
+  let wrong = -1;
+  for (let k = 0; k < F.ind.length && wrong < 0; k++) {
+    const i = F.ind[k];
+    if (F.indStart[k] !== F.firstColumnAtOrAfter(d.start[i]) || F.indEnd[k] !== F.firstColumnAtOrAfter(d.end[i])) wrong = k;
+  }
+  check("the columns of each allocation drawn one by one", wrong < 0,
+    wrong < 0 ? F.ind.length + " allocations" : "allocation #" + F.ind[wrong]);
   // a pan by whole columns moves the columns it keeps and paints the new
   // ones: the same pixels as a full paint of that frame (then back)
   const [a0, b0] = [page.a, page.b];

@@ -81,6 +81,10 @@ MT.Frame = class {
     this.minDur = 0;
     this.partial = false;
     this.ind = this.indStart = this.indEnd = null;
+    // computeIndividuals' index of the moments by cell (indexMoments)
+    this.cellFirst = data.scratch("cellFirst", Int32Array, W + 1).subarray(0, W + 1);
+    this.cellMoments = data.scratch("cellMoments", Float64Array, 2 * W).subarray(0, 2 * W);
+    this.cellCounts = data.scratch("cellCounts", Int32Array, 2 * W).subarray(0, 2 * W);
     this.level = this.chooseLevel(data.startsIn(a, b), data.covers(a, b));
     if (this.level < 0) this.computeRaw(); else this.computeLevel();
     this.computeIndividuals();
@@ -190,6 +194,34 @@ MT.Frame = class {
     return Math.floor((t - this.a) / this.pxw);
   }
 
+  // The cell of time t: its column by arithmetic, clamped to [0, W). (Both
+  // steps keep order, so a moment in a cell before t's is before t, and
+  // one in a cell after it is after t.)
+  cellOf(t) {
+    const f = (t - this.a) / this.pxw;
+    return f < 0 ? 0 : f >= this.W ? this.W - 1 : f | 0;
+  }
+
+  // Indexes the moments (once they are set) by cell: cellFirst[c], the
+  // moments in cells before c; cellMoments[2c], [2c + 1], the first two
+  // distinct moments in cell c (Infinity where fewer) and cellCounts the
+  // columns of each (columns of one bin share their moment).
+  indexMoments() {
+    const W = this.W, mo = this.moment, first = this.cellFirst, two = this.cellMoments, count = this.cellCounts;
+    first.fill(0);
+    for (let x = 0; x < W; x++) first[this.cellOf(mo[x]) + 1]++;
+    for (let c = 0; c < W; c++) first[c + 1] += first[c];
+    for (let c = 0; c < W; c++) {
+      let k = first[c];
+      for (let j = 2 * c; j < 2 * c + 2; j++) {
+        const v = k < first[c + 1] ? mo[k] : Infinity, k0 = k;
+        while (k < first[c + 1] && mo[k] === v) k++;
+        two[j] = v;
+        count[j] = k - k0;
+      }
+    }
+  }
+
   // The first column whose moment is >= t (W if none): from the column of
   // t, a step or two away (moments are in order, each near its column).
   firstColumnAtOrAfter(t) {
@@ -247,18 +279,32 @@ MT.Frame = class {
 
   // Allocations drawn as themselves: at least minDur long and live at some
   // column's moment; in allocation order, each with its run of columns
-  // (from the starts and ends found with them, then sorted along).
+  // (from the starts and ends found with them, then sorted along). The
+  // columns of a start or end t: as firstColumnAtOrAfter(t), from t's cell
+  // (the moments in cells before it, and those of its own before t),
+  // without branches where that cell holds at most two distinct moments
+  // (the walk of firstColumnAtOrAfter, for the tens of thousands of
+  // candidates of the heaviest frames, took a branch the processor could
+  // not foresee on each: half their compute time). Inline here: V8 did not
+  // inline it as a call.
   computeIndividuals() {
     const d = this.data, W = this.W, mo = this.moment;
+    this.indexMoments();
     const n = d.collect(mo[0], mo[W - 1] + 1, this.minDur, Infinity), found = d.found, fs = d.foundStart, fe = d.foundEnd;
     const ids = d.scratch("ids", Int32Array, n), runs = d.scratch("runs", Int32Array, n);
+    const a = this.a, pxw = this.pxw, first = this.cellFirst, two = this.cellMoments, count = this.cellCounts;
     let m = 0;
     for (let k = 0; k < n; k++) {
-      const x0 = this.firstColumnAtOrAfter(fs[k]), e = fe[k];
-      const x1 = e === Infinity ? W : this.firstColumnAtOrAfter(e);
-      if (x1 <= x0) continue;
+      const s = fs[k], e = fe[k];
+      const f0 = (s - a) / pxw, c0 = f0 < 0 ? 0 : f0 >= W ? W - 1 : f0 | 0; // cellOf(s), inline
+      let x0 = first[c0] + (two[2 * c0] < s ? count[2 * c0] : 0) + (two[2 * c0 + 1] < s ? count[2 * c0 + 1] : 0);
+      if (first[c0 + 1] - first[c0] > count[2 * c0] + count[2 * c0 + 1]) for (; x0 < first[c0 + 1] && mo[x0] < s;) x0++;
+      const f1 = (e - a) / pxw, c1 = f1 < 0 ? 0 : f1 >= W ? W - 1 : f1 | 0;
+      let x1 = first[c1] + (two[2 * c1] < e ? count[2 * c1] : 0) + (two[2 * c1 + 1] < e ? count[2 * c1 + 1] : 0);
+      if (first[c1 + 1] - first[c1] > count[2 * c1] + count[2 * c1 + 1]) for (; x1 < first[c1 + 1] && mo[x1] < e;) x1++;
       ids[m] = found[k];
-      runs[m++] = x0 * 65536 + x1; // columns [x0, x1) (a canvas is under 32768 pixels wide)
+      runs[m] = x0 * 65536 + x1; // columns [x0, x1) (a canvas is under 32768 pixels wide)
+      m += x1 > x0 ? 1 : 0; // (kept where live at a column's moment; no branch: half are not)
     }
     MT.radixSort(ids, runs, m, d.scratch("sorting", Int32Array, m), d.scratch("sortingRuns", Int32Array, m));
     const xs = d.scratch("xs", Int32Array, m), xe = d.scratch("xe", Int32Array, m);
