@@ -61,6 +61,10 @@ MT.Frame = class {
   // data: MT.Data; a, b: the window (ns since t0); W columns.
   constructor(data, a, b, W) {
     this.data = data;
+    // (NaN first: fields of numbers, not of small integers, whatever the
+    // window; a field that changes kind gives frames a second shape, and
+    // code compiled for one deoptimized at each frame of the other)
+    this.a = this.b = this.pxw = this.minDur = NaN;
     this.a = a;
     this.b = b;
     this.W = W;
@@ -78,13 +82,8 @@ MT.Frame = class {
     // every field set here, in this order, so that frames share one shape
     // (the optimized code of their methods then serves them all)
     this.groups = null;
-    this.minDur = 0;
     this.partial = false;
     this.ind = this.indStart = this.indEnd = null;
-    // computeIndividuals' index of the moments by cell (indexMoments)
-    this.cellFirst = data.scratch("cellFirst", Int32Array, W + 1).subarray(0, W + 1);
-    this.cellMoments = data.scratch("cellMoments", Float64Array, 2 * W).subarray(0, 2 * W);
-    this.cellCounts = data.scratch("cellCounts", Int32Array, 2 * W).subarray(0, 2 * W);
     this.level = this.chooseLevel(data.startsIn(a, b), data.covers(a, b));
     if (this.level < 0) this.computeRaw(); else this.computeLevel();
     this.computeIndividuals();
@@ -198,28 +197,38 @@ MT.Frame = class {
   // steps keep order, so a moment in a cell before t's is before t, and
   // one in a cell after it is after t.)
   cellOf(t) {
-    const f = (t - this.a) / this.pxw;
-    return f < 0 ? 0 : f >= this.W ? this.W - 1 : f | 0;
+    return Math.min(this.W - 1, Math.max(0, (t - this.a) / this.pxw)) | 0;
   }
 
-  // Indexes the moments (once they are set) by cell: cellFirst[c], the
-  // moments in cells before c; cellMoments[2c], [2c + 1], the first two
-  // distinct moments in cell c (Infinity where fewer) and cellCounts the
-  // columns of each (columns of one bin share their moment).
+  // An index of the moments (once they are set): {distinct: the distinct
+  // moments in order (then Infinity), at: at[k] the first column at
+  // distinct[k] (W past the last), cellFirst: [c] the distinct moments in
+  // cells before c, span: a power of two above the most in one cell (a
+  // few: a column's moment lies in its bins, which reach at most two
+  // columns past it)}. (Scratch arrays, not fields: a Frame keeps one
+  // shape.)
   indexMoments() {
-    const W = this.W, mo = this.moment, first = this.cellFirst, two = this.cellMoments, count = this.cellCounts;
-    first.fill(0);
-    for (let x = 0; x < W; x++) first[this.cellOf(mo[x]) + 1]++;
-    for (let c = 0; c < W; c++) first[c + 1] += first[c];
-    for (let c = 0; c < W; c++) {
-      let k = first[c];
-      for (let j = 2 * c; j < 2 * c + 2; j++) {
-        const v = k < first[c + 1] ? mo[k] : Infinity, k0 = k;
-        while (k < first[c + 1] && mo[k] === v) k++;
-        two[j] = v;
-        count[j] = k - k0;
-      }
+    const d = this.data, W = this.W, mo = this.moment;
+    const first = d.scratch("cellFirst", Int32Array, W + 1).fill(0, 0, W + 1);
+    const at = d.scratch("distinctFirst", Int32Array, W + 1), dm = d.scratch("distinctFound", Float64Array, W);
+    let nd = 0, most = 0;
+    for (let x = 0; x < W; x++) {
+      if (x > 0 && mo[x] === mo[x - 1]) continue;
+      dm[nd] = mo[x];
+      at[nd++] = x;
+      first[this.cellOf(mo[x]) + 1]++;
     }
+    at[nd] = W;
+    for (let c = 0; c < W; c++) {
+      most = Math.max(most, first[c + 1]);
+      first[c + 1] += first[c];
+    }
+    let span = 1;
+    while (span <= most) span *= 2;
+    const distinct = d.scratch("distinct", Float64Array, nd + span);
+    distinct.set(dm.subarray(0, nd));
+    distinct.fill(Infinity, nd, nd + span);
+    return { distinct: distinct, at: at, cellFirst: first, span: span };
   }
 
   // The first column whose moment is >= t (W if none): from the column of
@@ -281,27 +290,30 @@ MT.Frame = class {
   // column's moment; in allocation order, each with its run of columns
   // (from the starts and ends found with them, then sorted along). The
   // columns of a start or end t: as firstColumnAtOrAfter(t), from t's cell
-  // (the moments in cells before it, and those of its own before t),
-  // without branches where that cell holds at most two distinct moments
-  // (the walk of firstColumnAtOrAfter, for the tens of thousands of
-  // candidates of the heaviest frames, took a branch the processor could
-  // not foresee on each: half their compute time). Inline here: V8 did not
-  // inline it as a call.
+  // (the distinct moments in cells before it, then a search of a fixed
+  // number of steps for a frame among the few of its own) without a branch
+  // that depends on t: firstColumnAtOrAfter's walk, for the tens of
+  // thousands of candidates of the heaviest frames, took a branch the
+  // processor could not foresee on each (half their compute time). Inline
+  // here: V8 did not inline it as a call.
   computeIndividuals() {
     const d = this.data, W = this.W, mo = this.moment;
-    this.indexMoments();
+    const ix = this.indexMoments();
     const n = d.collect(mo[0], mo[W - 1] + 1, this.minDur, Infinity), found = d.found, fs = d.foundStart, fe = d.foundEnd;
     const ids = d.scratch("ids", Int32Array, n), runs = d.scratch("runs", Int32Array, n);
-    const a = this.a, pxw = this.pxw, first = this.cellFirst, two = this.cellMoments, count = this.cellCounts;
+    const a = this.a, pxw = this.pxw, last = W - 1, first = ix.cellFirst, D = ix.distinct, at = ix.at;
+    const half = ix.span >> 1;
     let m = 0;
     for (let k = 0; k < n; k++) {
       const s = fs[k], e = fe[k];
-      const f0 = (s - a) / pxw, c0 = f0 < 0 ? 0 : f0 >= W ? W - 1 : f0 | 0; // cellOf(s), inline
-      let x0 = first[c0] + (two[2 * c0] < s ? count[2 * c0] : 0) + (two[2 * c0 + 1] < s ? count[2 * c0 + 1] : 0);
-      if (first[c0 + 1] - first[c0] > count[2 * c0] + count[2 * c0 + 1]) for (; x0 < first[c0 + 1] && mo[x0] < s;) x0++;
-      const f1 = (e - a) / pxw, c1 = f1 < 0 ? 0 : f1 >= W ? W - 1 : f1 | 0;
-      let x1 = first[c1] + (two[2 * c1] < e ? count[2 * c1] : 0) + (two[2 * c1 + 1] < e ? count[2 * c1 + 1] : 0);
-      if (first[c1 + 1] - first[c1] > count[2 * c1] + count[2 * c1 + 1]) for (; x1 < first[c1 + 1] && mo[x1] < e;) x1++;
+      // (cellOf(s), cellOf(e), inline; Math.min and max, not branches that
+      // a frame may take first, when it is compiled without them)
+      let j0 = first[Math.min(last, Math.max(0, (s - a) / pxw)) | 0], j1 = first[Math.min(last, Math.max(0, (e - a) / pxw)) | 0];
+      for (let h = half; h > 0; h >>= 1) {
+        j0 += D[j0 + h - 1] < s ? h : 0;
+        j1 += D[j1 + h - 1] < e ? h : 0;
+      }
+      const x0 = at[j0], x1 = at[j1];
       ids[m] = found[k];
       runs[m] = x0 * 65536 + x1; // columns [x0, x1) (a canvas is under 32768 pixels wide)
       m += x1 > x0 ? 1 : 0; // (kept where live at a column's moment; no branch: half are not)
