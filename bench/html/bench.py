@@ -5,7 +5,7 @@ viewer/html/selftest.js):
 
     bench/html/bench.py [--memtrace build/cli/memtrace] [--events 1e7]
                         [--runs 3] [--keep DIR] [--nice N] [--html PAGE]
-                        [--frames]
+                        [--frames] [--centres peak,0.25,0.5,0.75]
 
 Writes the synthetic training trace (memtrace synth --pattern train --seed 1)
 unless --trace names one, renders it to HTML, then loads the page --runs
@@ -17,7 +17,8 @@ times (p50, p95, max, frames over 16 ms; in all and per scenario: zoom in,
 pan, zoom out) and the mean of each part of a frame once it is; the load
 average before and after; each frame's least time over the runs (each run
 draws the same frames: a frame's own cost, with the least of the machine's
-other work); and the CPU time the browser's processes used (from /proc:
+other work), per centre, with the heaviest of them and their parts; and
+the CPU time the browser's processes used (from /proc:
 less sensitive to other work on the machine than the page's wall-clock
 timings). --frames also lists each frame
 over 16 ms: its scenario, window, level (-1: every allocation), the
@@ -60,6 +61,13 @@ def tree_cpu(root):
     return total
 
 
+def describe(f):
+    """A frame of MT.bench's detail, in words."""
+    return ("%-8s window %.6g ns at %.6g, level %d, %d drawn one by one: %.1f ms (%s)"
+            % (f["what"], f["span"], f.get("a", float("nan")), f["level"], f["drawn"], f["ms"],
+               ", ".join("%s %.1f" % (p, f.get(p) or 0) for p in ("compute", "paint", "put", "lines"))))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memtrace", default="build/cli/memtrace")
@@ -71,6 +79,9 @@ def main():
     ap.add_argument("--height", type=int, default=1000)
     ap.add_argument("--keep")
     ap.add_argument("--frames", action="store_true", help="list each frame over 16 ms")
+    ap.add_argument("--centres", default="peak",
+                    help="zoom and pan about these points, comma-separated: peak or a fraction of the span")
+    ap.add_argument("--heaviest", type=int, default=5, help="list this many heaviest frames (least times) a centre")
     ap.add_argument("--nice", type=int, default=0,
                     help="run the browser at this nice value (negative: before other work; root only)")
     args = ap.parse_args()
@@ -91,7 +102,8 @@ def main():
     print("file %s: %d bytes (%.1f MiB)" % (html, size, size / 2**20))
     with open("/proc/loadavg") as f:
         print("load average before: " + " ".join(f.read().split()[:3]))
-    loads, benches, details = [], [], []
+    centres = args.centres.split(",")
+    loads, benches, details = [], [], {c: [] for c in centres}
     for run in range(args.runs):
         with open("/proc/loadavg") as f:
             print("run %d: load average %s" % (run + 1, " ".join(f.read().split()[:3])))
@@ -104,29 +116,32 @@ def main():
             nav = page.eval("performance.getEntriesByType('navigation')[0].toJSON()")
             t["dom_content_loaded_ms"] = nav["domContentLoadedEventEnd"]
             loads.append(t)
-            r = page.eval("MT.bench(mtPage)", timeout=600)
-            detail = r.pop("detail")
-            details.append(detail)
-            r["cpu_load_s"] = cpu1 - cpu0
-            r["cpu_frames_ms_mean"] = (tree_cpu(b.proc.pid) - cpu1) * 1000 / r["frames"]
-            benches.append(r)
-            print("run %d: interactive %.0f ms (script starts %.0f, first buffer read %.0f, decoded %.0f); "
-                  "every part in %.0f ms, warm %s; %d frames: p50 %.1f ms, p95 %.1f ms, max %.1f ms, %d over 16 ms"
-                  % (run + 1, t["interactive_ms"], t["script_start_ms"], t["first_buffer_ms"], t["decoded_ms"],
-                     t["complete_ms"], "%.0f ms" % t["warm_ms"] if t.get("warm_ms") is not None else "-",
-                     r["frames"], r["p50_ms"], r["p95_ms"], r["max_ms"], r["over_16ms"]))
-            for what, sc in r["scenarios"].items():
-                print("       %-8s %3d frames: p50 %.1f ms, p95 %.1f ms, max %.1f ms, %d over 16 ms"
-                      % (what, sc["frames"], sc["p50_ms"], sc["p95_ms"], sc["max_ms"], sc["over_16ms"]))
-            if all(v is not None for v in r["phases_ms"].values()):  # older pages lack them
-                print("       a frame on average: " + ", ".join("%s %.1f ms" % kv for kv in r["phases_ms"].items()))
-            print("       browser CPU: %.2f s to load the page, %.1f ms a frame on average"
-                  % (r["cpu_load_s"], r["cpu_frames_ms_mean"]))
-            for k, f in enumerate(detail if args.frames else []):
-                if f["ms"] > 16:
-                    print("       frame %3d %-8s window %.6g ns, level %d, %d drawn one by one: %.1f ms (%s)"
-                          % (k, f["what"], f["span"], f["level"], f["drawn"], f["ms"],
-                             ", ".join("%s %.1f" % (p, f.get(p) or 0) for p in ("compute", "paint", "put", "lines"))))
+            for centre in centres:
+                cpu2 = tree_cpu(b.proc.pid)
+                arg = "null" if centre == "peak" else "%s * mtPage.data.span" % float(centre)
+                r = page.eval("MT.bench(mtPage, %s)" % arg, timeout=600)
+                detail = r.pop("detail")
+                details[centre].append(detail)
+                r["cpu_load_s"] = cpu1 - cpu0
+                r["cpu_frames_ms_mean"] = (tree_cpu(b.proc.pid) - cpu2) * 1000 / r["frames"]
+                r["centre"] = centre
+                benches.append(r)
+                print("run %d: interactive %.0f ms (script starts %.0f, first buffer read %.0f, decoded %.0f); "
+                      "every part in %.0f ms, warm %s; centre %s, %d frames: p50 %.1f ms, p95 %.1f ms, max %.1f ms, "
+                      "%d over 16 ms"
+                      % (run + 1, t["interactive_ms"], t["script_start_ms"], t["first_buffer_ms"], t["decoded_ms"],
+                         t["complete_ms"], "%.0f ms" % t["warm_ms"] if t.get("warm_ms") is not None else "-",
+                         centre, r["frames"], r["p50_ms"], r["p95_ms"], r["max_ms"], r["over_16ms"]))
+                for what, sc in r["scenarios"].items():
+                    print("       %-8s %3d frames: p50 %.1f ms, p95 %.1f ms, max %.1f ms, %d over 16 ms"
+                          % (what, sc["frames"], sc["p50_ms"], sc["p95_ms"], sc["max_ms"], sc["over_16ms"]))
+                if all(v is not None for v in r["phases_ms"].values()):  # older pages lack them
+                    print("       a frame on average: " + ", ".join("%s %.1f ms" % kv for kv in r["phases_ms"].items()))
+                print("       browser CPU: %.2f s to load the page, %.1f ms a frame on average"
+                      % (r["cpu_load_s"], r["cpu_frames_ms_mean"]))
+                for k, f in enumerate(detail if args.frames else []):
+                    if f["ms"] > 16:
+                        print("       frame %3d %s" % (k, describe(f)))
     with open("/proc/loadavg") as f:
         print("load average after: " + " ".join(f.read().split()[:3]))
     print("median interactive %.0f ms; median frame p95 %.1f ms, worst max %.1f ms"
@@ -134,11 +149,16 @@ def main():
              statistics.median(x["p95_ms"] for x in benches), max(x["max_ms"] for x in benches)))
     # the runs draw the same frames: a frame's least time is its own cost
     # with the least of what else the machine did
-    least = [min(d[k]["ms"] for d in details) for k in range(len(details[0]))]
-    worst = max(range(len(least)), key=lambda k: least[k])
-    print("each frame's least time over the %d runs: max %.1f ms (frame %d, %s, level %d), %d over 12 ms, %d over 16 ms"
-          % (len(details), least[worst], worst, details[0][worst]["what"], details[0][worst]["level"],
-             sum(v > 12 for v in least), sum(v > 16 for v in least)))
+    for centre in centres:
+        runs = details[centre]
+        least = [min(runs, key=lambda d: d[k]["ms"])[k] for k in range(len(runs[0]))]
+        ms = sorted(f["ms"] for f in least)
+        print("centre %s, each frame's least time over the %d runs: p95 %.1f ms, max %.1f ms, %d over 12 ms, "
+              "%d over 16 ms" % (centre, len(runs), ms[min(len(ms) - 1, int(0.95 * len(ms)))], ms[-1],
+                                 sum(v > 12 for v in ms), sum(v > 16 for v in ms)))
+        heavy = sorted(range(len(least)), key=lambda k: -least[k]["ms"])[:args.heaviest]
+        for k in heavy:
+            print("       frame %3d %s" % (k, describe(least[k])))
     print(json.dumps({"size": size, "loads": loads, "benches": benches}))
 
 

@@ -3,8 +3,8 @@
 //  - MT.selftest: at the moment in the URL, the bytes live, the anatomy,
 //    the 20 largest allocations live (as `memtrace report --at` lists them)
 //    with where each is drawn, and the page's own checks (its columns hold
-//    every byte live; hovering each allocation finds it; a pan paints as a
-//    full paint);
+//    every byte live; hovering each allocation finds it; the columns of
+//    those drawn one by one; a pan paints as a full paint);
 //  - MT.hovered: the allocation under the mouse, as the tooltip shows it;
 //  - MT.bench: the page's own timings of loading and of pan and zoom frames.
 
@@ -34,6 +34,15 @@ MT.selftest = function (page) {
     }
     return det;
   });
+  // the columns of each allocation drawn one by one (computeIndividuals'
+  // index of the moments) are those firstColumnAtOrAfter finds
+  let wrong = -1;
+  for (let k = 0; k < F.ind.length && wrong < 0; k++) {
+    const i = F.ind[k];
+    if (F.indStart[k] !== F.firstColumnAtOrAfter(d.start[i]) || F.indEnd[k] !== F.firstColumnAtOrAfter(d.end[i])) wrong = k;
+  }
+  check("the columns of each allocation drawn one by one", wrong < 0,
+    wrong < 0 ? F.ind.length + " allocations" : "allocation #" + F.ind[wrong]);
   // a pan by whole columns moves the columns it keeps and paints the new
   // ones: the same pixels as a full paint of that frame (then back)
   const [a0, b0] = [page.a, page.b];
@@ -78,30 +87,32 @@ MT.timings = function (page) {
 };
 
 // Pan and zoom frames as a person would make them: from the whole trace
-// zoom in by 1.25 steps towards the peak down to a few microseconds, pan
-// across at that depth and at two wider ones, then zoom back out. Each
-// frame is one draw (frame computation, pixels, lines, panels). Returns
-// p50, p95 and max of all and per scenario, and the mean of each part of a
-// frame (compute: the columns and the allocations drawn one by one; paint:
-// their pixels; put: onto the canvas; lines: axes, lines, phases).
-MT.bench = function (page) {
-  const span = page.data.span, peak = page.data.meta.peak_at, frames = [];
+// zoom in by 1.25 steps towards `centre` (ns since t0; the peak by
+// default) down to a few microseconds, pan across at that depth and at
+// two wider ones, then zoom back out. Each frame is one draw (frame
+// computation, pixels, lines, panels). Returns p50, p95 and max of all and
+// per scenario, and the mean of each part of a frame (compute: the columns
+// and the allocations drawn one by one; paint: their pixels; put: onto the
+// canvas; lines: axes, lines, phases).
+MT.bench = function (page, centre) {
+  const span = page.data.span, c = centre === undefined || centre === null ? page.data.meta.peak_at : centre;
+  const frames = [];
   const timed = (what) => {
     const t0 = performance.now();
     page.draw();
     frames.push(Object.assign({ what: what, ms: performance.now() - t0, level: page.frame.level,
-      drawn: page.frame.ind.length, span: page.b - page.a }, page.lastPhases));
+      drawn: page.frame.ind.length, span: page.b - page.a, a: page.a }, page.lastPhases));
   };
   page.setWindow(0, span);
-  page.moment = peak;
+  page.moment = c;
   page.fixed = true;
   timed("whole");
-  for (let w = span; w > 2000; w /= 1.25) { page.setWindow(peak - w / 2, peak + w / 2); timed("zoom in"); }
+  for (let w = span; w > 2000; w /= 1.25) { page.setWindow(c - w / 2, c + w / 2); timed("zoom in"); }
   for (const w of [span / 8, span / 512, 4000]) {
-    page.setWindow(peak - w / 2, peak + w / 2);
+    page.setWindow(c - w / 2, c + w / 2);
     for (let k = 0; k < 20; k++) { page.pan(0.05); timed("pan"); }
   }
-  for (let w = 4000; w < span; w *= 1.25) { page.setWindow(peak - w / 2, peak + w / 2); timed("zoom out"); }
+  for (let w = 4000; w < span; w *= 1.25) { page.setWindow(c - w / 2, c + w / 2); timed("zoom out"); }
   const stats = (fs) => {
     const ms = fs.map((f) => f.ms).sort((p, q) => p - q);
     const q = (p) => ms[Math.min(ms.length - 1, Math.floor(p * ms.length))];

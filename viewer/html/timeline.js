@@ -61,6 +61,10 @@ MT.Frame = class {
   // data: MT.Data; a, b: the window (ns since t0); W columns.
   constructor(data, a, b, W) {
     this.data = data;
+    // (NaN first: fields of numbers, not of small integers, whatever the
+    // window; a field that changes kind gives frames a second shape, and
+    // code compiled for one deoptimized at each frame of the other)
+    this.a = this.b = this.pxw = this.minDur = NaN;
     this.a = a;
     this.b = b;
     this.W = W;
@@ -78,7 +82,6 @@ MT.Frame = class {
     // every field set here, in this order, so that frames share one shape
     // (the optimized code of their methods then serves them all)
     this.groups = null;
-    this.minDur = 0;
     this.partial = false;
     this.ind = this.indStart = this.indEnd = null;
     this.level = this.chooseLevel(data.startsIn(a, b), data.covers(a, b));
@@ -190,6 +193,44 @@ MT.Frame = class {
     return Math.floor((t - this.a) / this.pxw);
   }
 
+  // The cell of time t: its column by arithmetic, clamped to [0, W). (Both
+  // steps keep order, so a moment in a cell before t's is before t, and
+  // one in a cell after it is after t.)
+  cellOf(t) {
+    return Math.min(this.W - 1, Math.max(0, (t - this.a) / this.pxw)) | 0;
+  }
+
+  // An index of the moments (once they are set): {distinct: the distinct
+  // moments in order (then Infinity), at: at[k] the first column at
+  // distinct[k] (W past the last), cellFirst: [c] the distinct moments in
+  // cells before c, span: a power of two above the most in one cell (a
+  // few: a column's moment lies in its bins, which reach at most two
+  // columns past it)}. (Scratch arrays, not fields: a Frame keeps one
+  // shape.)
+  indexMoments() {
+    const d = this.data, W = this.W, mo = this.moment;
+    const first = d.scratch("cellFirst", Int32Array, W + 1).fill(0, 0, W + 1);
+    const at = d.scratch("distinctFirst", Int32Array, W + 1), dm = d.scratch("distinctFound", Float64Array, W);
+    let nd = 0, most = 0;
+    for (let x = 0; x < W; x++) {
+      if (x > 0 && mo[x] === mo[x - 1]) continue;
+      dm[nd] = mo[x];
+      at[nd++] = x;
+      first[this.cellOf(mo[x]) + 1]++;
+    }
+    at[nd] = W;
+    for (let c = 0; c < W; c++) {
+      most = Math.max(most, first[c + 1]);
+      first[c + 1] += first[c];
+    }
+    let span = 1;
+    while (span <= most) span *= 2;
+    const distinct = d.scratch("distinct", Float64Array, nd + span);
+    distinct.set(dm.subarray(0, nd));
+    distinct.fill(Infinity, nd, nd + span);
+    return { distinct: distinct, at: at, cellFirst: first, span: span };
+  }
+
   // The first column whose moment is >= t (W if none): from the column of
   // t, a step or two away (moments are in order, each near its column).
   firstColumnAtOrAfter(t) {
@@ -247,18 +288,35 @@ MT.Frame = class {
 
   // Allocations drawn as themselves: at least minDur long and live at some
   // column's moment; in allocation order, each with its run of columns
-  // (from the starts and ends found with them, then sorted along).
+  // (from the starts and ends found with them, then sorted along). The
+  // columns of a start or end t: as firstColumnAtOrAfter(t), from t's cell
+  // (the distinct moments in cells before it, then a search of a fixed
+  // number of steps for a frame among the few of its own) without a branch
+  // that depends on t: firstColumnAtOrAfter's walk, for the tens of
+  // thousands of candidates of the heaviest frames, took a branch the
+  // processor could not foresee on each (half their compute time). Inline
+  // here: V8 did not inline it as a call.
   computeIndividuals() {
     const d = this.data, W = this.W, mo = this.moment;
+    const ix = this.indexMoments();
     const n = d.collect(mo[0], mo[W - 1] + 1, this.minDur, Infinity), found = d.found, fs = d.foundStart, fe = d.foundEnd;
     const ids = d.scratch("ids", Int32Array, n), runs = d.scratch("runs", Int32Array, n);
+    const a = this.a, pxw = this.pxw, last = W - 1, first = ix.cellFirst, D = ix.distinct, at = ix.at;
+    const half = ix.span >> 1;
     let m = 0;
     for (let k = 0; k < n; k++) {
-      const x0 = this.firstColumnAtOrAfter(fs[k]), e = fe[k];
-      const x1 = e === Infinity ? W : this.firstColumnAtOrAfter(e);
-      if (x1 <= x0) continue;
+      const s = fs[k], e = fe[k];
+      // (cellOf(s), cellOf(e), inline; Math.min and max, not branches that
+      // a frame may take first, when it is compiled without them)
+      let j0 = first[Math.min(last, Math.max(0, (s - a) / pxw)) | 0], j1 = first[Math.min(last, Math.max(0, (e - a) / pxw)) | 0];
+      for (let h = half; h > 0; h >>= 1) {
+        j0 += D[j0 + h - 1] < s ? h : 0;
+        j1 += D[j1 + h - 1] < e ? h : 0;
+      }
+      const x0 = at[j0], x1 = at[j1];
       ids[m] = found[k];
-      runs[m++] = x0 * 65536 + x1; // columns [x0, x1) (a canvas is under 32768 pixels wide)
+      runs[m] = x0 * 65536 + x1; // columns [x0, x1) (a canvas is under 32768 pixels wide)
+      m += x1 > x0 ? 1 : 0; // (kept where live at a column's moment; no branch: half are not)
     }
     MT.radixSort(ids, runs, m, d.scratch("sorting", Int32Array, m), d.scratch("sortingRuns", Int32Array, m));
     const xs = d.scratch("xs", Int32Array, m), xe = d.scratch("xe", Int32Array, m);
