@@ -5,7 +5,7 @@ viewer/html/selftest.js):
 
     bench/html/bench.py [--memtrace build/cli/memtrace] [--events 1e7]
                         [--runs 3] [--keep DIR] [--nice N] [--html PAGE]
-                        [--frames] [--centres peak,0.25,0.5,0.75]
+                        [--frames] [--centres peak,0.25,0.5,0.75] [--early]
 
 Writes the synthetic training trace (memtrace synth --pattern train --seed 1)
 unless --trace names one, renders it to HTML, then loads the page --runs
@@ -22,7 +22,10 @@ the CPU time the browser's processes used (from /proc:
 less sensitive to other work on the machine than the page's wall-clock
 timings). --frames also lists each frame
 over 16 ms: its scenario, window, level (-1: every allocation), the
-allocations drawn one by one and the parts of its time.
+allocations drawn one by one and the parts of its time. --early starts
+the first centre's frames the moment the page is interactive, each a task
+of its own (MT.benchEarly), while it still reads its parts and warms up,
+as a person's first zooms would come.
 """
 import argparse
 import json
@@ -61,6 +64,11 @@ def tree_cpu(root):
     return total
 
 
+def centre_arg(centre):
+    """MT.bench's centre argument: null for the peak, else a fraction of the span."""
+    return "null" if centre == "peak" else "%s * mtPage.data.span" % float(centre)
+
+
 def describe(f):
     """A frame of MT.bench's detail, in words."""
     return ("%-8s window %.6g ns at %.6g, level %d, %d drawn one by one: %.1f ms (%s)"
@@ -81,6 +89,8 @@ def main():
     ap.add_argument("--frames", action="store_true", help="list each frame over 16 ms")
     ap.add_argument("--centres", default="peak",
                     help="zoom and pan about these points, comma-separated: peak or a fraction of the span")
+    ap.add_argument("--early", action="store_true",
+                    help="the first centre's frames from the moment the page is interactive")
     ap.add_argument("--heaviest", type=int, default=5, help="list this many heaviest frames (least times) a centre")
     ap.add_argument("--nice", type=int, default=0,
                     help="run the browser at this nice value (negative: before other work; root only)")
@@ -104,12 +114,18 @@ def main():
         print("load average before: " + " ".join(f.read().split()[:3]))
     centres = args.centres.split(",")
     loads, benches, details = [], [], {c: [] for c in centres}
+    if args.early:
+        details[centres[0] + " (early)"] = []
     for run in range(args.runs):
         with open("/proc/loadavg") as f:
             print("run %d: load average %s" % (run + 1, " ".join(f.read().split()[:3])))
         with cdp.Browser(timeout=600, nice=args.nice) as b:
             cpu0 = tree_cpu(b.proc.pid)
             page = b.open("file://" + os.path.abspath(html), args.width, args.height)
+            early = None
+            if args.early:
+                page.wait("window.mtPage && mtPage.timings && mtPage.timings.interactive > 0", timeout=600)
+                early = page.eval("MT.benchEarly(mtPage, %s)" % centre_arg(centres[0]), timeout=600)
             page.wait("window.mtReady", timeout=600)
             cpu1 = tree_cpu(b.proc.pid)
             t = page.eval("MT.timings(mtPage)")
@@ -118,8 +134,9 @@ def main():
             loads.append(t)
             for centre in centres:
                 cpu2 = tree_cpu(b.proc.pid)
-                arg = "null" if centre == "peak" else "%s * mtPage.data.span" % float(centre)
-                r = page.eval("MT.bench(mtPage, %s)" % arg, timeout=600)
+                r = early or page.eval("MT.bench(mtPage, %s)" % centre_arg(centre), timeout=600)
+                if early:
+                    centre, early = centre + " (early)", None
                 detail = r.pop("detail")
                 details[centre].append(detail)
                 r["cpu_load_s"] = cpu1 - cpu0
@@ -149,8 +166,9 @@ def main():
              statistics.median(x["p95_ms"] for x in benches), max(x["max_ms"] for x in benches)))
     # the runs draw the same frames: a frame's least time is its own cost
     # with the least of what else the machine did
-    for centre in centres:
-        runs = details[centre]
+    for centre, runs in details.items():
+        if not runs:  # its frames were all early ones
+            continue
         least = [min(runs, key=lambda d: d[k]["ms"])[k] for k in range(len(runs[0]))]
         ms = sorted(f["ms"] for f in least)
         print("centre %s, each frame's least time over the %d runs: p95 %.1f ms, max %.1f ms, %d over 12 ms, "
