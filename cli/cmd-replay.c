@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +296,34 @@ static void progress_done(struct progress *p)
 	p->drawn = false;
 }
 
+/* The capacity job of a replay, joined once by whoever asks first: a
+ * replay's thread (mt_replay_options.capacity_later: an offline policy
+ * plans before it asks) or the command after the replays. */
+struct capacity_wait {
+	pthread_mutex_t lock;
+	struct cli_capacity_job *job;
+	struct cli_capacity *out;
+	bool done;
+	int rc;
+	char err[256];
+};
+
+static int capacity_wait(void *data, uint64_t *capacity, char *err, size_t errlen)
+{
+	struct capacity_wait *w = data;
+	pthread_mutex_lock(&w->lock);
+	if (!w->done) {
+		w->rc = cli_capacity_finish(w->job, w->out, w->err, sizeof(w->err));
+		w->done = true;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (capacity)
+		*capacity = w->out->bytes;
+	if (w->rc < 0 && err && errlen)
+		snprintf(err, errlen, "%s", w->err);
+	return w->rc;
+}
+
 /* The smallest capacity without OOM for o's policy. */
 static int find_min(const struct mt_request_stream *s, struct mt_replay_options *opt,
                     struct outcome *o, char *err, size_t errlen)
@@ -306,6 +335,7 @@ static int find_min(const struct mt_request_stream *s, struct mt_replay_options 
 	if (o->res.oom_count) { /* the limit was too small: find a capacity that works */
 		struct mt_replay_options w = *opt;
 		w.capacity = 0;
+		w.capacity_later = NULL;
 		w.series_points = 0;
 		w.measure_latency = false;
 		if ((rc = mt_replay_run(s, &w, &wide, err, errlen)) == 0)
@@ -622,12 +652,17 @@ int cli_cmd_replay(int argc, char **argv)
 	bool offline = false; /* then the load keeps the lifetimes: one pass less */
 	for (size_t i = 0; i < n; i++)
 		offline |= mt_policy_spec_offline(specs[i]);
-	/* the capacity is read on a thread of its own while the stream loads */
+	/* the capacity is read on a thread of its own while the stream loads
+	 * (and, under sim, while an offline policy plans) */
 	struct cli_capacity_job job;
 	uint32_t dev = row;
 	bool early = (dev || mt_request_stream_first_device(reader, &dev) == 0) && dev &&
 	             cli_capacity_start(&job, path, dev, ctx.limit_arg, limit,
 	                                kind == MT_BACKEND_CUDA) == 0;
+	struct capacity_wait wait = { .lock = PTHREAD_MUTEX_INITIALIZER,
+		                      .job = &job,
+		                      .out = &ctx.capacity };
+	bool later = early && kind == MT_BACKEND_SIM && offline;
 	int lrc = offline ? mt_request_stream_load_with_lifetimes(&s, reader, row, err, sizeof(err))
 	                  : mt_request_stream_load(&s, reader, row, err, sizeof(err));
 	if (lrc == 0) {
@@ -638,12 +673,12 @@ int cli_cmd_replay(int argc, char **argv)
 		else
 			ctx.failed = st[MT_EVENT_ALLOC_FAILED].events;
 	}
-	if (early) {
+	if (early && (!later || lrc < 0)) {
 		char cerr[256];
-		int crc = cli_capacity_finish(&job, &ctx.capacity, cerr, sizeof(cerr));
+		int crc = capacity_wait(&wait, NULL, cerr, sizeof(cerr));
 		if (lrc == 0 && (lrc = crc) < 0)
 			snprintf(err, sizeof(err), "%s", cerr);
-	} else if (lrc == 0) {
+	} else if (!early && lrc == 0) {
 		lrc = cli_capacity_choose(reader, mt_request_stream_device(s), ctx.limit_arg, limit,
 		                          kind == MT_BACKEND_CUDA, &ctx.capacity, err, sizeof(err));
 	}
@@ -660,7 +695,9 @@ int cli_cmd_replay(int argc, char **argv)
 		                         .capacity = ctx.capacity.bytes,
 		                         .series_points = SERIES_POINTS,
 		                         .measure_latency = kind == MT_BACKEND_CUDA,
-		                         .interrupted = &interrupted };
+		                         .interrupted = &interrupted,
+		                         .capacity_later = later ? capacity_wait : NULL,
+		                         .capacity_data = &wait };
 	rc = out ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 	if (!out)
 		cli_error(CMD, "out of memory");
@@ -669,6 +706,8 @@ int cli_cmd_replay(int argc, char **argv)
 	replaying = 1;
 	if (out && run_all(s, &opt, ctx.find_min, out, n) < 0)
 		rc = interrupted ? 130 : CLI_EXIT_FAILURE;
+	if (later && capacity_wait(&wait, NULL, NULL, 0) < 0) /* joined whatever the replays did */
+		rc = CLI_EXIT_FAILURE;
 	sigaction(SIGINT, &old, NULL);
 	mt_reader_free(reader); /* the replays are done with the trace */
 	if (rc == CLI_EXIT_OK) {

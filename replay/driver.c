@@ -299,14 +299,36 @@ static int loop(struct run *r)
 	return 0;
 }
 
+/* The capacity the replay runs under (sim: 0 = unlimited, UINT64_MAX / 2),
+ * from capacity_later when the options give it. */
+static int capacity_of(struct run *r, uint64_t *cap)
+{
+	const struct mt_replay_options *opt = r->opt;
+	char why[256] = "";
+	int rc;
+	*cap = opt->capacity;
+	if (opt->capacity_later &&
+	    (rc = opt->capacity_later(opt->capacity_data, cap, why, sizeof(why))) < 0) {
+		snprintf(r->err, r->errlen, "%s", why[0] ? why : strerror(-rc));
+		return rc;
+	}
+	if (!*cap && opt->backend == MT_BACKEND_SIM)
+		*cap = UINT64_MAX / 2;
+	return 0;
+}
+
 static int setup(struct run *r)
 {
 	const struct mt_request_stream *s = r->s;
 	const struct mt_replay_options *opt = r->opt;
-	uint64_t cap = opt->capacity;
-	if (!cap && opt->backend == MT_BACKEND_SIM)
-		cap = UINT64_MAX / 2;
-	int rc = mt_backend_create(&r->b, opt->backend, opt->ordinal, cap, r->err, r->errlen);
+	/* an offline policy plans before its capacity is known: it takes
+	 * nothing from the backend until its first allocation */
+	bool later = opt->capacity_later && r->offline && opt->backend == MT_BACKEND_SIM;
+	uint64_t cap = UINT64_MAX / 2;
+	int rc = later ? 0 : capacity_of(r, &cap);
+	if (rc < 0)
+		return rc;
+	rc = mt_backend_create(&r->b, opt->backend, opt->ordinal, cap, r->err, r->errlen);
 	if (rc < 0)
 		return rc;
 	if ((rc = mt_policy_create(&r->p, opt->policy, r->b, r->err, r->errlen)) < 0)
@@ -333,7 +355,9 @@ static int setup(struct run *r)
 		if (rc < 0)
 			return fail(r, rc, 0, rc == -EINTR ? "interrupted" : "planning failed");
 	}
-	return 0;
+	if (later && (rc = capacity_of(r, &cap)) == 0)
+		r->b->capacity = cap;
+	return rc;
 }
 
 /* Ends a replay: everything released, the figures filled in. */
@@ -524,6 +548,7 @@ int mt_replay_find_min_capacity(const struct mt_request_stream *s,
 	struct mt_replay_options o = *opt;
 	struct mt_replay_result res;
 	const uint64_t g = 2ull << 20; /* both backends' granularity on current GPUs */
+	o.capacity_later = NULL;       /* each replay here has its own */
 	o.series_points = 0;
 	o.measure_latency = false;
 	o.progress = NULL;

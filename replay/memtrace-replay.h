@@ -278,6 +278,14 @@ struct mt_replay_options {
 	 * errno that fails the replay. Costs nothing at the other events. */
 	mt_replay_observe_fn at_peak;
 	void *at_peak_data;
+	/* NULL, or (sim backend) how the capacity comes when it is still being
+	 * worked out: called once per replay, with capacity_data, before its
+	 * first event and, for an offline policy, after its plan, so that
+	 * planning need not wait for it; returns 0 with *capacity set (0: none,
+	 * as for `capacity`) or a negative errno that fails the replay with the
+	 * message it left in err (errlen bytes). `capacity` is not read then. */
+	int (*capacity_later)(void *data, uint64_t *capacity, char *err, size_t errlen);
+	void *capacity_data;
 };
 
 #define MT_REPLAY_OOM_LARGEST 5

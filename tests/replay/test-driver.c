@@ -169,6 +169,62 @@ static void test_min_capacity(void)
 	mt_request_stream_free(s);
 }
 
+struct later {
+	uint64_t capacity;
+	int rc, calls;
+};
+
+static int capacity_later(void *data, uint64_t *capacity, char *err, size_t errlen)
+{
+	struct later *l = data;
+	l->calls++;
+	*capacity = l->capacity;
+	if (l->rc < 0)
+		snprintf(err, errlen, "no reading to weigh");
+	return l->rc;
+}
+
+/* A capacity that comes later (capacity_later) replaces `capacity`, once a
+ * replay, for online and offline policies alike (planned takes its arena,
+ * 6 MiB on abc, only at the first allocation: 4 MiB OOMs, 8 MiB holds it);
+ * its failure fails the replay with its words. */
+static void test_capacity_later(void)
+{
+	struct mt_request_stream *s = abc_stream();
+	static const char *const policies[] = { "native", "planned" };
+	for (size_t i = 0; i < 2; i++) {
+		for (uint64_t cap = 4 * MiB; cap <= 8 * MiB; cap += 4 * MiB) {
+			struct later l = { .capacity = cap };
+			struct mt_replay_options o = { .policy = policies[i],
+				                       .backend = MT_BACKEND_SIM,
+				                       .capacity = 1ull << 30,
+				                       .capacity_later = capacity_later,
+				                       .capacity_data = &l };
+			struct mt_replay_result r;
+			char err[256];
+			CHECKF(mt_replay_run(s, &o, &r, err, sizeof(err)) == 0, "%s: %s",
+			       policies[i], err);
+			CHECKF(l.calls == 1, "%s: asked %d times", policies[i], l.calls);
+			CHECKF((r.oom_count > 0) == (cap == 4 * MiB), "%s at %llu MiB: %llu OOMs",
+			       policies[i], (unsigned long long)(cap / MiB),
+			       (unsigned long long)r.oom_count);
+			CHECK(cap == 4 * MiB || r.peak_reserved == 6 * MiB);
+			mt_replay_result_release(&r);
+		}
+		struct later fails = { .rc = -EIO };
+		struct mt_replay_options o = { .policy = policies[i],
+			                       .backend = MT_BACKEND_SIM,
+			                       .capacity_later = capacity_later,
+			                       .capacity_data = &fails };
+		struct mt_replay_result r;
+		char err[256] = "";
+		CHECK(mt_replay_run(s, &o, &r, err, sizeof(err)) == -EIO);
+		CHECKF(strstr(err, "no reading to weigh"), "%s: %s", policies[i], err);
+		mt_replay_result_release(&r);
+	}
+	mt_request_stream_free(s);
+}
+
 static void on_progress(void *data, uint64_t done, uint64_t total)
 {
 	volatile int *stop = data;
@@ -335,6 +391,7 @@ int main(void)
 	TEST(test_stream_rules);
 	TEST(test_replay_metrics);
 	TEST(test_min_capacity);
+	TEST(test_capacity_later);
 	TEST(test_interrupt);
 	TEST(test_iterations);
 	TEST(test_recorded_places);
