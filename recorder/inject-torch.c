@@ -23,17 +23,19 @@
  * The calling thread holds the allocator's lock, so it does only what must
  * happen there: the call site, the timestamp, the stream id (CUPTI's, from a
  * per-thread cache) and a store of the raw record into its device's
- * lock-free ring (inject-ring.c). The timestamp is the TraceEntry's own when
- * the bridge has registered PyTorch's clock (c10::getApproximateTime, the
- * TSC on x86: memtrace_torch_clock), read by PyTorch anyway: the calling
- * thread then reads no clock at all (CUPTI's cost 33-48 ns an event on the
- * H100 machines, a third of what the recorder adds to an event there).
- * Each drain reads both clocks together (an anchor) and turns the ticks of
- * the records it drains into CUPTI's nanoseconds on the line through the
- * first anchor and that one; the records drained lie between the two. The device's lock serializes
- * its calls, so a ring's order is their order, which the pairing of frees needs. The flushing
- * thread turns the records into events (rec_torch_drain, every ~5 ms); a producer that finds its
- * ring full does it itself.
+ * lock-free ring (inject-ring.c). The device's lock serializes its calls, so
+ * a ring's order is their order, which the pairing of frees needs. The
+ * flushing thread turns the records into events (rec_torch_drain, every
+ * ~5 ms); a producer that finds its ring full does it itself.
+ *
+ * The timestamp is the TraceEntry's own when the bridge has given PyTorch's
+ * clock (c10::getApproximateTime, the TSC on x86: memtrace_torch_clock),
+ * which PyTorch reads anyway: the calling thread then reads no clock at all
+ * (CUPTI's cost 33-48 ns an event on the H100 machines, a third of what the
+ * recorder added to an event there). Each drain reads both clocks together
+ * (an anchor) and turns the ticks of the records it drains into CUPTI's
+ * nanoseconds on the line through the first anchor and that one; the
+ * records drained lie between the two.
  */
 #include "config.h"
 
