@@ -42,6 +42,10 @@ struct an_observer {
 int an_keep(struct mt_analysis *d, const uint64_t *moments, size_t n, const struct an_observer *obs,
             size_t **tags);
 
+/* anatomy.c: the index of the sample nearest `at` (the earlier one on a
+ * tie), samples in time order; (size_t)-1 when n is 0. */
+size_t an_nearest_sample(const struct mt_sample *samples, size_t n, uint64_t at);
+
 /* anatomy.c: the moments an anatomy at `at` may weigh lie in [*from, *to]:
  * `at` and the samples it tries (samples in time order), so lifetimes live
  * at some moment of that span are all it needs (mt_reader_lifetimes_during). */

@@ -71,7 +71,7 @@ char *mt_anatomy_reading(const struct mt_anatomy *a, uint64_t t0, char *buf, siz
 
 #define SAME_DRIVER_CANDIDATES 64 /* samples tried, nearest first */
 
-/* The first sample after at. */
+/* The first sample after at (n when none). */
 static size_t samples_after(const struct mt_sample *s, size_t n, uint64_t at)
 {
 	size_t lo = 0, hi = n;
@@ -85,6 +85,19 @@ static size_t samples_after(const struct mt_sample *s, size_t n, uint64_t at)
 			hi = mid;
 	}
 	return lo;
+}
+
+size_t an_nearest_sample(const struct mt_sample *s, size_t n, uint64_t at)
+{
+	size_t lo = samples_after(s, n, at);
+
+	if (!n)
+		return (size_t)-1;
+	if (!lo)
+		return 0;
+	if (lo < n && s[lo].ts - at < at - s[lo - 1].ts)
+		return lo;
+	return lo - 1;
 }
 
 void an_anatomy_span(const struct mt_sample *samples, size_t nsamples, uint64_t at, uint64_t *from,
@@ -131,11 +144,7 @@ static const struct mt_sample *sample_for(const struct mt_sample *s, size_t n, u
 			return &s[c];
 		}
 	}
-	if (!lo)
-		return &s[0];
-	if (lo < n && s[lo].ts - at < at - s[lo - 1].ts)
-		return &s[lo];
-	return &s[lo - 1];
+	return &s[an_nearest_sample(s, n, at)];
 }
 
 /* Cache, fragmentation and the driver memory live, from the recorded

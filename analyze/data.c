@@ -666,23 +666,7 @@ int mt_analysis_walk(const struct mt_analysis *d, uint32_t kinds,
 
 size_t mt_analysis_nearest_sample(const struct mt_analysis *d, uint64_t ts)
 {
-	size_t lo = 0, hi = d->nsamples;
-
-	if (!d->nsamples)
-		return (size_t)-1;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->samples[mid].ts <= ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return 0;
-	if (lo < d->nsamples && d->samples[lo].ts - ts < ts - d->samples[lo - 1].ts)
-		return lo;
-	return lo - 1;
+	return an_nearest_sample(d->samples, d->nsamples, ts);
 }
 
 void mt_analysis_release(struct mt_analysis *d)
