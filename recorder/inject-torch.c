@@ -93,6 +93,7 @@ struct anchor {
 	uint64_t ticks, ns;
 };
 static struct anchor first_anchor, last_anchor;
+static double ns_per_tick; /* the line's slope, first to last anchor */
 
 /* The reserved bytes as the producers see them, and their peak: a raise
  * asks for a reading of the device (rec_sample_peak). Touched only by the
@@ -251,20 +252,24 @@ static struct anchor anchor_now(uint64_t (*ticks_now)(void))
 	return a;
 }
 
+/* Takes the latest anchor and the line's slope; lock held. */
+static void anchor_last(uint64_t (*ticks_now)(void))
+{
+	last_anchor = anchor_now(ticks_now);
+	ns_per_tick = last_anchor.ticks == first_anchor.ticks
+	                      ? 0
+	                      : (double)(last_anchor.ns - first_anchor.ns) /
+	                                (double)(last_anchor.ticks - first_anchor.ticks);
+}
+
 /* A record's time on rec_now's clock; lock held. */
 static uint64_t ns_of(uint64_t stamp)
 {
-	double per_tick;
-	int64_t since;
+	int64_t since = (int64_t)(stamp - last_anchor.ticks);
 
 	if (!atomic_load_explicit(&torch_clock, memory_order_relaxed))
 		return stamp;
-	if (last_anchor.ticks == first_anchor.ticks)
-		return last_anchor.ns;
-	per_tick = (double)(last_anchor.ns - first_anchor.ns) /
-	           (double)(last_anchor.ticks - first_anchor.ticks);
-	since = (int64_t)(stamp - last_anchor.ticks);
-	return last_anchor.ns + (uint64_t)(int64_t)((double)since * per_tick);
+	return last_anchor.ns + (uint64_t)(int64_t)((double)since * ns_per_tick);
 }
 
 /* Turns one record of DEVICE's ring into events; lock held. */
@@ -364,7 +369,7 @@ static void drain_ring(struct rec_ring *r, int device)
 	uint64_t (*ticks_now)(void) = atomic_load_explicit(&torch_clock, memory_order_acquire);
 
 	if (ticks_now)
-		last_anchor = anchor_now(ticks_now);
+		anchor_last(ticks_now);
 	rec_ring_drain(r, process, (void *)(uintptr_t)device);
 }
 
@@ -376,7 +381,7 @@ __attribute__((visibility("default"))) void memtrace_torch_clock(uint64_t (*tick
 		 * that fills before the flushing thread's first drain */
 		first_anchor = anchor_now(ticks_now);
 		do
-			last_anchor = anchor_now(ticks_now);
+			anchor_last(ticks_now);
 		while (last_anchor.ns - first_anchor.ns < 50000);
 		atomic_store_explicit(&torch_clock, ticks_now, memory_order_release);
 	}
